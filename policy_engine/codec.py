@@ -1,0 +1,334 @@
+"""Conversion between yarnrl.v1 messages and observation objects, with request validation.
+
+Decoding validates: a request that a policy could not sensibly act on raises InvalidRequest with a message naming
+the offending field, which the server returns as INVALID_ARGUMENT.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from policy_engine.proto import pb
+from policy_engine.types import (
+    ANY,
+    Ask,
+    Assignment,
+    BlockInfo,
+    ClusterDemand,
+    ClusterState,
+    ClusterSummary,
+    Container,
+    JobCategory,
+    JobMetadata,
+    Locality,
+    LocalityRequest,
+    Node,
+    Resource,
+    RouteDecision,
+    RouteJob,
+    RouteObservation,
+    ScheduleDecision,
+    ScheduleObservation,
+    Utilization,
+)
+
+# Bounds on one request; larger ones are refused rather than letting one caller stall the engine.
+MAX_ASKS = 10_000
+MAX_LOCALITY_ENTRIES = 10_000
+MAX_ROUTE_JOBS = 1_000
+MAX_CLUSTERS = 1_000
+MAX_HISTORY = 10_000
+MAX_CONTAINERS_PER_ASK = 1_000_000
+
+
+class InvalidRequest(ValueError):
+    """A request the engine refuses; the message says which field is wrong and why."""
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _resource(msg: pb.Resource, where: str, allow_zero: bool = True) -> Resource:
+    if msg.memory_mb < 0 or msg.vcores < 0:
+        raise InvalidRequest(f"{where}: negative resource (memory_mb={msg.memory_mb}, vcores={msg.vcores})")
+    extra = dict(msg.extra)
+    for k, v in extra.items():
+        if v < 0:
+            raise InvalidRequest(f"{where}: negative extra resource {k}={v}")
+    if not allow_zero and msg.memory_mb == 0 and msg.vcores == 0 and not any(extra.values()):
+        raise InvalidRequest(f"{where}: container resource is zero")
+    return Resource(msg.memory_mb, msg.vcores, extra)
+
+
+def _resource_pb(r: Resource, out: pb.Resource) -> None:
+    out.memory_mb = r.memory_mb
+    out.vcores = r.vcores
+    if r.extra:
+        out.extra.update(r.extra)
+
+
+def _finite(value: float, where: str) -> float:
+    if not math.isfinite(value):
+        raise InvalidRequest(f"{where}: not a finite number ({value})")
+    return value
+
+
+def _category(value: int, where: str) -> JobCategory:
+    try:
+        return JobCategory(value)
+    except ValueError:
+        raise InvalidRequest(f"{where}: unknown job category {value}") from None
+
+
+# ---------------------------------------------------------------- Schedule
+
+
+def _job(msg: pb.JobMetadata, where: str) -> JobMetadata:
+    blocks = tuple(
+        BlockInfo(b.block_id, b.length, tuple(b.hosts), tuple(b.cached_hosts), tuple(b.racks)) for b in msg.input_blocks
+    )
+    return JobMetadata(
+        category=_category(msg.category, f"{where}.category"),
+        deadline_ms=msg.deadline_ms,
+        expected_runtime_ms=msg.expected_runtime_ms,
+        input_block_ids=tuple(msg.input_block_ids),
+        input_blocks=blocks,
+        input_paths=tuple(msg.input_paths),
+        tags=dict(msg.tags),
+    )
+
+
+def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
+    if not req.HasField("node"):
+        raise InvalidRequest("node: missing (a Schedule request describes one node heartbeat)")
+    n = req.node
+    if not n.node_id:
+        raise InvalidRequest("node.node_id: empty")
+    if len(req.asks) > MAX_ASKS:
+        raise InvalidRequest(f"asks: {len(req.asks)} asks exceed the limit of {MAX_ASKS}")
+    node = Node(
+        node_id=n.node_id,
+        host=n.host or n.node_id.split(":", 1)[0],
+        rack=n.rack,
+        total=_resource(n.total, "node.total"),
+        unallocated=_resource(n.unallocated, "node.unallocated"),
+        running=tuple(
+            Container(c.container_id, c.application_id, _resource(c.resource, f"node.running[{i}].resource"),
+                      c.start_time_ms, c.expected_remaining_ms)
+            for i, c in enumerate(n.running)
+        ),
+        utilization=(
+            Utilization(_finite(n.utilization.cpu, "node.utilization.cpu"), n.utilization.physical_memory_mb,
+                        n.utilization.virtual_memory_mb)
+            if n.HasField("utilization") else None
+        ),
+        timestamp_ms=n.timestamp_ms,
+    )
+    asks: list[Ask] = []
+    seen: set[str] = set()
+    for i, a in enumerate(req.asks):
+        where = f"asks[{i}]"
+        if not a.ask_id:
+            raise InvalidRequest(f"{where}.ask_id: empty")
+        if a.ask_id in seen:
+            raise InvalidRequest(f"{where}.ask_id: duplicate id {a.ask_id!r}")
+        seen.add(a.ask_id)
+        if a.num_containers < 0 or a.num_containers > MAX_CONTAINERS_PER_ASK:
+            raise InvalidRequest(f"{where}.num_containers: {a.num_containers} outside [0, {MAX_CONTAINERS_PER_ASK}]")
+        if len(a.locality) > MAX_LOCALITY_ENTRIES:
+            raise InvalidRequest(f"{where}.locality: {len(a.locality)} entries exceed {MAX_LOCALITY_ENTRIES}")
+        locality = []
+        for j, lr in enumerate(a.locality):
+            if not lr.resource_name:
+                raise InvalidRequest(f"{where}.locality[{j}].resource_name: empty")
+            if lr.num_containers < 0:
+                raise InvalidRequest(f"{where}.locality[{j}].num_containers: negative ({lr.num_containers})")
+            locality.append(LocalityRequest(lr.resource_name, lr.num_containers, lr.relax_locality))
+        asks.append(
+            Ask(
+                ask_id=a.ask_id,
+                application_id=a.application_id,
+                attempt_id=a.attempt_id,
+                queue=a.queue or "default",
+                user=a.user,
+                priority=a.priority,
+                allocation_request_id=a.allocation_request_id,
+                resource=_resource(a.resource, f"{where}.resource", allow_zero=False),
+                num_containers=a.num_containers,
+                locality=tuple(locality),
+                submit_time_ms=a.submit_time_ms,
+                job=_job(a.job, f"{where}.job") if a.HasField("job") else None,
+                relax_locality=a.relax_locality,
+            )
+        )
+    c = req.cluster
+    cluster = ClusterSummary(
+        num_nodes=max(c.num_nodes, 0),
+        num_racks=max(c.num_racks, 0),
+        total=_resource(c.total, "cluster.total"),
+        unallocated=_resource(c.unallocated, "cluster.unallocated"),
+    )
+    return ScheduleObservation(node=node, asks=asks, cluster=cluster, request_id=req.request_id)
+
+
+def encode_schedule(obs: ScheduleObservation) -> pb.ScheduleRequest:
+    req = pb.ScheduleRequest(request_id=obs.request_id)
+    n, node = req.node, obs.node
+    n.node_id, n.host, n.rack, n.timestamp_ms = node.node_id, node.host, node.rack, node.timestamp_ms
+    _resource_pb(node.total, n.total)
+    _resource_pb(node.unallocated, n.unallocated)
+    for c in node.running:
+        m = n.running.add(container_id=c.container_id, application_id=c.application_id,
+                          start_time_ms=c.start_time_ms, expected_remaining_ms=c.expected_remaining_ms)
+        _resource_pb(c.resource, m.resource)
+    if node.utilization is not None:
+        u = node.utilization
+        n.utilization.CopyFrom(pb.Utilization(cpu=u.cpu, physical_memory_mb=u.physical_memory_mb,
+                                              virtual_memory_mb=u.virtual_memory_mb))
+    for a in obs.asks:
+        m = req.asks.add(
+            ask_id=a.ask_id, application_id=a.application_id, attempt_id=a.attempt_id, queue=a.queue, user=a.user,
+            priority=a.priority, allocation_request_id=a.allocation_request_id, num_containers=a.num_containers,
+            submit_time_ms=a.submit_time_ms, relax_locality=a.relax_locality,
+        )
+        _resource_pb(a.resource, m.resource)
+        for lr in a.locality:
+            m.locality.add(resource_name=lr.resource_name, num_containers=lr.num_containers,
+                           relax_locality=lr.relax_locality)
+        if a.job is not None:
+            j = a.job
+            m.job.category = int(j.category)
+            m.job.deadline_ms = j.deadline_ms
+            m.job.expected_runtime_ms = j.expected_runtime_ms
+            m.job.input_block_ids.extend(j.input_block_ids)
+            m.job.input_paths.extend(j.input_paths)
+            m.job.tags.update(j.tags)
+            for b in j.input_blocks:
+                m.job.input_blocks.add(block_id=b.block_id, length=b.length, hosts=b.hosts,
+                                       cached_hosts=b.cached_hosts, racks=b.racks)
+    cs = obs.cluster
+    req.cluster.num_nodes, req.cluster.num_racks = cs.num_nodes, cs.num_racks
+    _resource_pb(cs.total, req.cluster.total)
+    _resource_pb(cs.unallocated, req.cluster.unallocated)
+    return req
+
+
+def encode_schedule_decision(decision: ScheduleDecision, request_id: str, decision_id: str, policy: str,
+                             model_version: str) -> pb.ScheduleResponse:
+    resp = pb.ScheduleResponse(request_id=request_id, decision_id=decision_id, policy=policy,
+                               model_version=model_version)
+    for a in decision.assignments:
+        resp.assignments.add(ask_id=a.ask_id, count=a.count, locality=int(a.locality))
+    return resp
+
+
+def decode_schedule_decision(resp: pb.ScheduleResponse) -> ScheduleDecision:
+    return ScheduleDecision([Assignment(a.ask_id, a.count, Locality(a.locality)) for a in resp.assignments])
+
+
+# ---------------------------------------------------------------- Route
+
+
+def _int_array(values, where: str) -> np.ndarray:
+    arr = np.fromiter(values, dtype=np.int64)
+    if arr.size and arr.min() < 0:
+        raise InvalidRequest(f"{where}: negative executor count")
+    return arr
+
+
+def decode_route(req: pb.RouteRequest) -> RouteObservation:
+    if not req.jobs:
+        raise InvalidRequest("jobs: empty (a Route request needs at least one buffered job)")
+    if not req.clusters:
+        raise InvalidRequest("clusters: empty (a Route request needs at least one candidate cluster)")
+    if len(req.jobs) > MAX_ROUTE_JOBS:
+        raise InvalidRequest(f"jobs: {len(req.jobs)} exceed the limit of {MAX_ROUTE_JOBS}")
+    if len(req.clusters) > MAX_CLUSTERS:
+        raise InvalidRequest(f"clusters: {len(req.clusters)} exceed the limit of {MAX_CLUSTERS}")
+    _finite(req.time, "time")
+    clusters = []
+    ids: set[int] = set()
+    for i, c in enumerate(req.clusters):
+        where = f"clusters[{i}]"
+        if c.cluster_id in ids:
+            raise InvalidRequest(f"{where}.cluster_id: duplicate id {c.cluster_id}")
+        ids.add(c.cluster_id)
+        if min(c.capacity, c.max_capacity, c.current_capacity, c.available) < 0:
+            raise InvalidRequest(f"{where}: negative capacity or availability")
+        if len(c.occupation_history) > MAX_HISTORY:
+            raise InvalidRequest(f"{where}.occupation_history: longer than {MAX_HISTORY}")
+        hist = np.asarray(c.occupation_history, dtype=np.float32)
+        if hist.size and not np.isfinite(hist).all():
+            raise InvalidRequest(f"{where}.occupation_history: contains NaN or infinity")
+        clusters.append(ClusterState(
+            cluster_id=c.cluster_id, capacity=c.capacity, max_capacity=c.max_capacity or c.capacity,
+            current_capacity=c.current_capacity or c.capacity, available=c.available,
+            hetero_factor=_finite(c.hetero_factor, f"{where}.hetero_factor"), occupation_history=hist,
+            missed_deadlines=c.missed_deadlines, queued_jobs=c.queued_jobs, elastic=c.elastic,
+        ))
+    jobs = []
+    for i, j in enumerate(req.jobs):
+        where = f"jobs[{i}]"
+        for name in ("executor_runtime", "deadline", "duration", "submit_time", "expected_hetero_factor"):
+            _finite(getattr(j, name), f"{where}.{name}")
+        per_cluster = []
+        for k, d in enumerate(j.per_cluster):
+            if d.cluster_id not in ids:
+                raise InvalidRequest(f"{where}.per_cluster[{k}].cluster_id: unknown cluster {d.cluster_id}")
+            per_cluster.append(ClusterDemand(
+                d.cluster_id, _int_array(d.request_distribution, f"{where}.per_cluster[{k}].request_distribution"),
+                _finite(d.standard_runtime, f"{where}.per_cluster[{k}].standard_runtime"),
+                _finite(d.deadline, f"{where}.per_cluster[{k}].deadline"),
+            ))
+        jobs.append(RouteJob(
+            job_id=j.job_id, category=_category(j.category, f"{where}.category"),
+            request_distribution=_int_array(j.request_distribution, f"{where}.request_distribution"),
+            executor_runtime=j.executor_runtime, deadline=j.deadline, duration=j.duration,
+            executions=max(j.executions, 1), submit_time=j.submit_time,
+            expected_hetero_factor=j.expected_hetero_factor, hetero_sensitivity=j.hetero_sensitivity,
+            per_cluster=tuple(per_cluster),
+        ))
+    return RouteObservation(jobs=jobs, clusters=clusters, time=req.time, request_id=req.request_id)
+
+
+def encode_route(obs: RouteObservation) -> pb.RouteRequest:
+    req = pb.RouteRequest(request_id=obs.request_id, time=obs.time)
+    for j in obs.jobs:
+        m = req.jobs.add(
+            job_id=j.job_id, category=int(j.category), executor_runtime=j.executor_runtime, deadline=j.deadline,
+            duration=j.duration, executions=j.executions, submit_time=j.submit_time,
+            expected_hetero_factor=j.expected_hetero_factor, hetero_sensitivity=j.hetero_sensitivity,
+        )
+        m.request_distribution.extend(j.request_distribution.tolist())
+        for d in j.per_cluster:
+            m.per_cluster.add(cluster_id=d.cluster_id, request_distribution=d.request_distribution.tolist(),
+                              standard_runtime=d.standard_runtime, deadline=d.deadline)
+    for c in obs.clusters:
+        req.clusters.add(
+            cluster_id=c.cluster_id, capacity=c.capacity, max_capacity=c.max_capacity,
+            current_capacity=c.current_capacity, available=c.available, hetero_factor=c.hetero_factor,
+            occupation_history=c.occupation_history.tolist(), missed_deadlines=c.missed_deadlines,
+            queued_jobs=c.queued_jobs, elastic=c.elastic,
+        )
+    return req
+
+
+def encode_route_decision(decision: RouteDecision, obs: RouteObservation, decision_id: str, policy: str,
+                          model_version: str) -> pb.RouteResponse:
+    return pb.RouteResponse(
+        request_id=obs.request_id, decision_id=decision_id, job_index=decision.job_index,
+        job_id=obs.jobs[decision.job_index].job_id, cluster_id=decision.cluster_id, policy=policy,
+        model_version=model_version,
+    )
+
+
+def decode_route_decision(resp: pb.RouteResponse) -> RouteDecision:
+    return RouteDecision(resp.job_index, resp.cluster_id)
+
+
+__all__ = [
+    "ANY", "InvalidRequest", "decode_schedule", "encode_schedule", "encode_schedule_decision",
+    "decode_schedule_decision", "decode_route", "encode_route", "encode_route_decision", "decode_route_decision",
+]

@@ -1,0 +1,86 @@
+"""Locality arithmetic for one ask on one node, with YARN's bookkeeping.
+
+An ask has an ANY ("*") count of outstanding containers and optional host and rack counts. As in YARN's
+AppSchedulingInfo, a node-local container uses up one of the host, the rack and the ANY counts; a rack-local one
+the rack and ANY counts; an off-switch one only ANY. A host, rack or ANY entry with relax_locality false stops
+placement from going wider than it.
+"""
+
+from __future__ import annotations
+
+from policy_engine.types import ANY, Ask, Locality, Node
+
+
+def cache_local(ask: Ask, node: Node) -> bool:
+    """Whether the node holds a cached replica of some block of the ask's job input."""
+    job = ask.job
+    if job is None or not job.input_blocks:
+        return False
+    return any(node.host in b.cached_hosts or node.node_id in b.cached_hosts for b in job.input_blocks)
+
+
+class AskOnNode:
+    """Remaining host / rack / ANY counts of one ask while a decision for one node is built."""
+
+    __slots__ = ("ask", "host", "rack", "any", "rack_relax", "any_relax", "cached", "has_rack_entry")
+
+    def __init__(self, ask: Ask, node: Node):
+        self.ask = ask
+        host = rack = 0
+        rack_relax, has_rack_entry = True, False
+        any_count, any_relax = ask.num_containers, ask.relax_locality
+        for lr in ask.locality:
+            name = lr.resource_name
+            if name == node.host or name == node.node_id:
+                host = max(host, lr.num_containers)
+            elif name == node.rack:
+                rack, rack_relax, has_rack_entry = lr.num_containers, lr.relax_locality, True
+            elif name == ANY:
+                any_count, any_relax = min(any_count, lr.num_containers), lr.relax_locality
+        self.host, self.rack, self.any = host, rack, any_count
+        self.rack_relax, self.any_relax, self.has_rack_entry = rack_relax, any_relax, has_rack_entry
+        self.cached = cache_local(ask, node) if host > 0 else False
+
+    @property
+    def unique_locations(self) -> int:
+        """Distinct resource names asked for, "*" included (CapacityScheduler's uniqLocationAsks)."""
+        names = {lr.resource_name for lr in self.ask.locality}
+        names.add(ANY)
+        return len(names)
+
+    def available(self, level: Locality) -> int:
+        """How many containers could be placed at exactly this level now."""
+        if level in (Locality.NODE_LOCAL, Locality.CACHE_LOCAL):
+            n = min(self.host, self.any)
+            return n if (level == Locality.CACHE_LOCAL) == self.cached else 0
+        if level == Locality.RACK_LOCAL:
+            if not self.has_rack_entry:
+                return 0
+            return min(self.rack, self.any)
+        if level == Locality.OFF_SWITCH:
+            # Going off the rack needs the rack's relax (if the ask names this rack) and ANY's relax; an ask with no
+            # host or rack entries at all is placed anywhere at this level, as YARN counts it.
+            if not self.any_relax or (self.has_rack_entry and not self.rack_relax):
+                return 0
+            if self.ask.locality and not self.any_relax:
+                return 0
+            return self.any
+        return 0
+
+    @property
+    def node_level(self) -> Locality:
+        return Locality.CACHE_LOCAL if self.cached else Locality.NODE_LOCAL
+
+    def take(self, level: Locality, n: int) -> None:
+        if level in (Locality.NODE_LOCAL, Locality.CACHE_LOCAL):
+            self.host -= n
+            self.rack = max(self.rack - n, 0)
+        elif level == Locality.RACK_LOCAL:
+            self.rack -= n
+        self.any -= n
+
+    def best_levels(self):
+        """Levels at which something can be placed now, best first."""
+        for level in (self.node_level, Locality.RACK_LOCAL, Locality.OFF_SWITCH):
+            if self.available(level) > 0:
+                yield level

@@ -1,0 +1,40 @@
+"""FIFO: YARN FifoScheduler semantics.
+
+Applications in submit order (then id); within an application, scheduler keys by priority (lower value first)
+and allocation request id. On a node, each ask takes as many containers as fit, node-local first, then
+rack-local, then off-switch, with no waiting for locality (FifoScheduler.assignContainersOnNode).
+"""
+
+from __future__ import annotations
+
+from policy_engine.locality import AskOnNode
+from policy_engine.policy import SCHEDULE, Policy, register
+from policy_engine.types import Ask, Assignment, ScheduleDecision, ScheduleObservation
+
+
+def fifo_order(asks: list[Ask]) -> list[Ask]:
+    return sorted(asks, key=lambda a: (a.submit_time_ms, a.application_id, a.attempt_id, a.priority,
+                                       a.allocation_request_id))
+
+
+@register("fifo", "YARN FifoScheduler: submit order; node-local, then rack-local, then off-switch; no delay",
+          {SCHEDULE})
+class FifoPolicy(Policy):
+    name = "fifo"
+    capabilities = frozenset({SCHEDULE})
+
+    def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
+        free = obs.node.unallocated
+        out: list[Assignment] = []
+        for ask in fifo_order(obs.asks):
+            if ask.num_containers <= 0:
+                continue
+            counts = AskOnNode(ask, obs.node)
+            for level in tuple(counts.best_levels()):
+                n = min(counts.available(level), ask.resource.max_copies_in(free))
+                if n <= 0:
+                    continue
+                out.append(Assignment(ask.ask_id, n, level))
+                counts.take(level, n)
+                free = free.minus(ask.resource, n)
+        return ScheduleDecision(out)

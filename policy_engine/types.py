@@ -1,0 +1,232 @@
+"""Observations and decisions: what a policy sees and returns.
+
+These are the Python view of the yarnrl.v1 messages (policy_engine.codec converts both ways). Policies take them
+rather than protobuf messages so the emulator can call a policy in-process without serializing, and so learned
+policies get numpy arrays where the protocol has repeated numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+ANY = "*"
+
+
+class JobCategory(IntEnum):
+    UNSPECIFIED = 0
+    REGULAR = 1
+    TIME_CRITICAL = 2
+    STREAMING = 3
+
+
+class Locality(IntEnum):
+    """Placement levels, best first (values match yarnrl.v1.Locality)."""
+
+    UNSPECIFIED = 0
+    CACHE_LOCAL = 1
+    NODE_LOCAL = 2
+    RACK_LOCAL = 3
+    OFF_SWITCH = 4
+
+
+@dataclass(slots=True)
+class Resource:
+    memory_mb: int = 0
+    vcores: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+    def fits_in(self, other: Resource, times: int = 1) -> bool:
+        if self.memory_mb * times > other.memory_mb or self.vcores * times > other.vcores:
+            return False
+        return all(v * times <= other.extra.get(k, 0) for k, v in self.extra.items())
+
+    def max_copies_in(self, other: Resource) -> int:
+        """How many containers of this size fit into `other` (a large number when this is zero-sized)."""
+        limits = []
+        if self.memory_mb > 0:
+            limits.append(other.memory_mb // self.memory_mb)
+        if self.vcores > 0:
+            limits.append(other.vcores // self.vcores)
+        for k, v in self.extra.items():
+            if v > 0:
+                limits.append(other.extra.get(k, 0) // v)
+        return max(0, min(limits)) if limits else 1 << 30
+
+    def minus(self, other: Resource, times: int = 1) -> Resource:
+        extra = dict(self.extra)
+        for k, v in other.extra.items():
+            extra[k] = extra.get(k, 0) - v * times
+        return Resource(self.memory_mb - other.memory_mb * times, self.vcores - other.vcores * times, extra)
+
+
+@dataclass(slots=True)
+class BlockInfo:
+    block_id: str = ""
+    length: int = 0
+    hosts: tuple[str, ...] = ()
+    cached_hosts: tuple[str, ...] = ()
+    racks: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class JobMetadata:
+    category: JobCategory = JobCategory.UNSPECIFIED
+    deadline_ms: int = 0
+    expected_runtime_ms: int = 0
+    input_block_ids: tuple[str, ...] = ()
+    input_blocks: tuple[BlockInfo, ...] = ()
+    input_paths: tuple[str, ...] = ()
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Container:
+    container_id: str
+    application_id: str = ""
+    resource: Resource = field(default_factory=Resource)
+    start_time_ms: int = 0
+    expected_remaining_ms: int = 0
+
+
+@dataclass(slots=True)
+class Utilization:
+    cpu: float = 0.0
+    physical_memory_mb: int = 0
+    virtual_memory_mb: int = 0
+
+
+@dataclass(slots=True)
+class Node:
+    node_id: str
+    host: str = ""
+    rack: str = ""
+    total: Resource = field(default_factory=Resource)
+    unallocated: Resource = field(default_factory=Resource)
+    running: tuple[Container, ...] = ()
+    utilization: Utilization | None = None
+    timestamp_ms: int = 0
+
+
+@dataclass(slots=True)
+class LocalityRequest:
+    resource_name: str
+    num_containers: int
+    relax_locality: bool = True
+
+
+@dataclass(slots=True)
+class Ask:
+    """Pending containers of one (application attempt, scheduler key)."""
+
+    ask_id: str
+    application_id: str = ""
+    attempt_id: int = 1
+    queue: str = "default"
+    user: str = ""
+    priority: int = 0
+    allocation_request_id: int = 0
+    resource: Resource = field(default_factory=Resource)
+    num_containers: int = 0
+    locality: tuple[LocalityRequest, ...] = ()
+    submit_time_ms: int = 0
+    job: JobMetadata | None = None
+    relax_locality: bool = True
+    # Node heartbeats this ask has been offered since its last node- or rack-local assignment, this one included
+    # (YARN's SchedulerApplicationAttempt scheduling opportunities). Filled in by the engine, not the caller.
+    scheduling_opportunities: int = 0
+
+    @property
+    def key(self) -> tuple[str, int, int, int]:
+        """Identity across heartbeats: the application attempt and its scheduler key."""
+        return (self.application_id, self.attempt_id, self.priority, self.allocation_request_id)
+
+    def locality_count(self, name: str) -> int:
+        for lr in self.locality:
+            if lr.resource_name == name:
+                return lr.num_containers
+        return 0
+
+
+@dataclass(slots=True)
+class ClusterSummary:
+    num_nodes: int = 0
+    num_racks: int = 0
+    total: Resource = field(default_factory=Resource)
+    unallocated: Resource = field(default_factory=Resource)
+
+
+@dataclass(slots=True)
+class ScheduleObservation:
+    node: Node
+    asks: list[Ask]
+    cluster: ClusterSummary = field(default_factory=ClusterSummary)
+    request_id: str = ""
+
+
+@dataclass(slots=True)
+class Assignment:
+    ask_id: str
+    count: int
+    locality: Locality = Locality.UNSPECIFIED
+
+
+@dataclass(slots=True)
+class ScheduleDecision:
+    assignments: list[Assignment] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- Route
+
+
+@dataclass(slots=True)
+class ClusterDemand:
+    cluster_id: int
+    request_distribution: np.ndarray  # int, 10 equally likely executor counts
+    standard_runtime: float = 0.0
+    deadline: float = 0.0
+
+
+@dataclass(slots=True)
+class RouteJob:
+    job_id: str
+    category: JobCategory = JobCategory.REGULAR
+    request_distribution: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    executor_runtime: float = 0.0
+    deadline: float = 0.0
+    duration: float = 0.0
+    executions: int = 1
+    submit_time: float = 0.0
+    expected_hetero_factor: float = 0.0
+    hetero_sensitivity: int = 0
+    per_cluster: tuple[ClusterDemand, ...] = ()
+
+
+@dataclass(slots=True)
+class ClusterState:
+    cluster_id: int
+    capacity: int = 0
+    max_capacity: int = 0
+    current_capacity: int = 0
+    available: int = 0
+    hetero_factor: float = 0.0
+    occupation_history: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    missed_deadlines: int = 0
+    queued_jobs: int = 0
+    elastic: bool = False
+
+
+@dataclass(slots=True)
+class RouteObservation:
+    jobs: list[RouteJob]
+    clusters: list[ClusterState]
+    time: float = 0.0
+    request_id: str = ""
+
+
+@dataclass(slots=True)
+class RouteDecision:
+    job_index: int
+    cluster_id: int
