@@ -1,0 +1,109 @@
+"""How an emulated cluster asks for decisions: in-process or over gRPC, with the same observation objects.
+
+InProcessDriver calls an Engine directly; RemoteDriver sends the same observations, encoded by the shared codec,
+to a real `policy-engine serve`. Both go through Engine (validation, opportunity counts, the safety clip), so a
+fixed seed gives identical decisions in both modes.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from typing import Iterable
+
+from policy_engine.engine import Engine
+from policy_engine.policy import Policy, create
+from policy_engine.proto import pb
+from policy_engine.types import RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
+
+
+class Driver:
+    mode = "abstract"
+    policy_name = ""
+
+    def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
+        raise NotImplementedError
+
+    def route(self, obs: RouteObservation) -> RouteDecision:
+        raise NotImplementedError
+
+    def report(self, events: Iterable[pb.Event]) -> int:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class InProcessDriver(Driver):
+    mode = "in-process"
+
+    def __init__(self, policy: Policy):
+        self.engine = Engine(policy)
+        self.policy_name = policy.name
+        self.schedule = self.engine.schedule  # bound directly: the hot path of every emulator step
+        self.route = self.engine.route
+
+    def report(self, events: Iterable[pb.Event]) -> int:
+        return self.engine.report(events)
+
+
+class RemoteDriver(Driver):
+    mode = "remote"
+
+    def __init__(self, target: str, timeout: float = 5.0, expect_policy: str | None = None, process=None):
+        from policy_engine.client import PolicyEngineClient
+
+        self.client = PolicyEngineClient(target, timeout=timeout)
+        self._process = process
+        try:
+            self.client.wait_ready(30)
+            info = self.client.info()
+        except Exception:
+            self.close()
+            raise
+        if expect_policy is not None and info.policy != expect_policy:
+            self.close()
+            raise ValueError(f"the engine at {target} serves policy {info.policy!r}, not {expect_policy!r}")
+        self.policy_name = info.policy
+
+    def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
+        return self.client.schedule_obs(obs)
+
+    def route(self, obs: RouteObservation) -> RouteDecision:
+        return self.client.route_obs(obs)
+
+    def report(self, events: Iterable[pb.Event]) -> int:
+        events = list(events)
+        return self.client.report(events) if events else 0
+
+    def close(self) -> None:
+        self.client.close()
+        if self._process is not None:
+            self._process.send_signal(signal.SIGTERM)
+            try:
+                self._process.wait(timeout=30)
+            except Exception:
+                self._process.kill()
+            self._process = None
+
+
+def make_driver(policy: str, model: str | None = None, remote: str | None = None,
+                options: dict | None = None) -> Driver:
+    """remote=None: in-process; remote="spawn": start a `policy-engine serve` child; else HOST:PORT of one."""
+    options = options or {}
+    if remote is None:
+        return InProcessDriver(create(policy, model=model, **options))
+    if remote == "spawn":
+        from policy_engine.cli import start_engine_subprocess
+
+        extra = (["--model", str(model)] if model else []) + [
+            arg for k, v in options.items() for arg in ("--set", f"{k}={v if isinstance(v, str) else json.dumps(v)}")]
+        proc, target = start_engine_subprocess(policy, extra)
+        return RemoteDriver(target, expect_policy=policy, process=proc)
+    return RemoteDriver(remote, expect_policy=policy)

@@ -1,0 +1,1 @@
+"""Built-in scenarios; every module here is imported by the scenario registry."""
