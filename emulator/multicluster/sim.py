@@ -96,7 +96,8 @@ class MultiClusterSim:
         self.federation = federation
         self.pattern = pattern
         self.profile = profile
-        self.n_jobs = n_jobs
+        self.episode_jobs = n_jobs   # jobs drawn per episode
+        self.n_jobs = n_jobs         # jobs of the current episode
         self.local_scheduler = local_scheduler
         self.history = history
         self.tag = tag
@@ -106,11 +107,16 @@ class MultiClusterSim:
 
     # ------------------------------------------------------------ episode
 
-    def reset(self, seed: int) -> RouteObservation | None:
+    def reset(self, seed: int, workload: Workload | None = None) -> RouteObservation | None:
+        """Start the episode of `seed` (its workload drawn from the seed, or the given one)."""
         fed = self.federation
-        hetero = np.asarray(fed.hetero_factors, dtype=float) if fed.hetero_factors is not None else None
-        w = generate(self.n_jobs, self.pattern, self.profile, fed.n, seed, hetero)
-        self.workload = w
+        if workload is None:
+            hetero = np.asarray(fed.hetero_factors, dtype=float) if fed.hetero_factors is not None else None
+            workload = generate(self.episode_jobs, self.pattern, self.profile, fed.n, seed, hetero)
+        elif workload.run.shape[1] != fed.n:
+            raise ValueError(f"workload is for {workload.run.shape[1]} clusters, the federation has {fed.n}")
+        w = self.workload = workload
+        self.n_jobs = w.n_jobs
         self.seed = seed
         c = fed.n
         self._normal = np.asarray(fed.capacities, dtype=np.int64)
@@ -133,6 +139,8 @@ class MultiClusterSim:
         self._ratio_delay: list[list[float]] = [[] for _ in range(w.n_jobs)]
         self._ratio_std: list[list[float]] = [[] for _ in range(w.n_jobs)]
         self.finished = 0
+        self.finished_delay = 0.0      # sum over finished jobs of 100 * mean(AR/OR - 1): AJDR * N at the end
+        self.finished_standard = 0.0   # sum over finished jobs of 100 * mean(AR/SR): AJER * N at the end
         self.decisions = 0
         self.events: list[pb.Event] = []
         self.t = 0
@@ -317,9 +325,13 @@ class MultiClusterSim:
     def _finish(self, job: int, c: int, t: int) -> None:
         self.finished += 1
         ratios = self._ratio_delay[job]
+        mean_delay = sum(ratios) / len(ratios)
+        self.finished_delay += 100.0 * (mean_delay - 1.0)
+        std = self._ratio_std[job]
+        self.finished_standard += 100.0 * sum(std) / len(std)
         self.events.append(pb.Event(timestamp_ms=t, job_finished=pb.JobFinished(
             job_id=self._job_ids[job], cluster_id=self.cluster_ids[c], runtime=float(t - self._arrival[job]),
-            delay_ratio=sum(ratios) / len(ratios), missed_deadlines=int(self.job_missed[job]), succeeded=True)))
+            delay_ratio=mean_delay, missed_deadlines=int(self.job_missed[job]), succeeded=True)))
 
     def _release(self, t: int) -> None:
         rel = self._releases
