@@ -147,7 +147,7 @@ def test_generated_episode_conserves_jobs_and_events():
     assert all(len(x) == n for x, n in zip(r.ratio_delay, sim.workload.executions))
     assert min(min(x) for x in r.ratio_delay) >= 1.0       # nothing runs faster than its optimal time
     assert int(sim.busy.sum()) == 0
-    assert sim._occ[:, :r.steps].max() <= 1.0
+    assert sim.occupation.shape == (5, r.steps) and sim.occupation.max() <= 1.0
 
 
 def test_bad_decisions_are_refused():
