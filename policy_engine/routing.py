@@ -39,11 +39,17 @@ def most_likely(distribution: np.ndarray) -> int:
     values = distribution.tolist()
     if not values:
         return 0
+    first = values[0]
+    if 2 * values.count(first) > len(values):   # a majority value is the mode (the usual shape: base + peaks)
+        return first
     return max(sorted(set(values)), key=values.count)  # max() keeps the first (smallest) of equal counts
 
 
 def most_likely_per_cluster(job: RouteJob, obs: RouteObservation) -> list[int]:
     """Seed 002's ER_i for each cluster of the observation, from the job's per-cluster demand when it has one."""
+    if len(job.per_cluster) == len(obs.clusters) and all(
+            d.cluster_id == c.cluster_id for d, c in zip(job.per_cluster, obs.clusters)):
+        return [most_likely(d.request_distribution) for d in job.per_cluster]   # the usual case: same order
     by_cluster = {d.cluster_id: d.request_distribution for d in job.per_cluster}
     return [most_likely(by_cluster.get(c.cluster_id, job.request_distribution)) for c in obs.clusters]
 

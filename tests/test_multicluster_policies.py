@@ -84,6 +84,7 @@ def test_random_is_a_function_of_the_request_id_and_uniform():
 def test_most_likely_and_worker_request():
     assert most_likely(np.array([30] * 8 + [60] * 2)) == 30
     assert most_likely(np.array([60] * 5 + [30] * 5)) == 30     # equal counts: the smaller
+    assert most_likely(np.array([10, 20, 20, 30, 30, 30, 40, 40, 50, 60])) == 30
     assert sequence_number("multicluster-uniform/3:17") == ("multicluster-uniform/3", 17)
     assert sequence_number("no-suffix") is None
 
