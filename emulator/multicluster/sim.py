@@ -18,7 +18,7 @@ batches request at their release). A deadline is missed when AR exceeds the exec
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -71,7 +71,6 @@ class EpisodeResult:
     cluster_of_job: np.ndarray
     steps: int
     decisions: int
-    extra: dict = field(default_factory=dict)
 
     def ajdr(self) -> float:
         return metrics.ajdr(self.ratio_delay)
