@@ -6,13 +6,15 @@ starts an execution only when all the executors it requests are free (no partial
 a batch every `period` steps (or when the previous batch finishes, if later), each batch requesting one of its 10
 equally likely executor counts and releasing its executors when it finishes.
 
-Per-cluster state is a handful of numpy arrays (busy executors, capacity in effect, missed deadlines) plus a
-(clusters x steps) float32 log of occupation ratios; steps where nothing happens are skipped in one numpy slice
-assignment, so an episode costs time per event, not per step.
+No per-executor objects: a cluster is a few integers (busy executors, capacity in effect, missed deadlines; read
+them as numpy arrays through `busy`, `capacity`, `missed`) plus its row of a (clusters x steps) float32 log of
+occupation ratios. Steps where nothing happens are skipped and logged with one numpy slice assignment, so an
+episode costs time per event (arrival, routing, start, finish, batch release, elasticity tick), not per step.
 
 Measured per execution: AR = finish - request (the request of a job's first execution is its submission to the
 global buffer, so time spent waiting for a routing decision counts as delay, like waiting at the cluster; later
-batches request at their release). A deadline is missed when AR exceeds the execution's deadline on that cluster.
+batches request at their release). A deadline is missed when AR exceeds the execution's deadline on that cluster;
+the miss is counted, and reported, when the execution finishes.
 """
 
 from __future__ import annotations
