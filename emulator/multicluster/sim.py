@@ -327,8 +327,7 @@ class MultiClusterSim:
     def _record(self, t: int, until: int) -> None:
         """Occupation ratio of steps [t, until): constant, since nothing happens in between."""
         if self._ratio_stale:
-            self._ratio_col = (np.array(self._busy, dtype=np.float32) / np.array(self._cap, dtype=np.float32)
-                               )[:, None]
+            self._ratio_col = np.array([[b / c] for b, c in zip(self._busy, self._cap)], dtype=np.float32)
             self._ratio_stale = False
         if until > self._occ_len:
             grown = np.zeros((self._occ.shape[0], max(until, 2 * self._occ_len)), dtype=np.float32)
