@@ -54,7 +54,7 @@ def test_simulator_state_table_matches_the_shared_classification():
 
 
 def test_map_ask_counts_follow_mapreduce():
-    sim = YarnSimulation(WorkloadConfig(maps=25), seed=1)
+    sim = YarnSimulation(WorkloadConfig(maps=25, jobs=1), seed=1)
     assert sim.advance()
     obs = sim.observe()
     (ask,) = obs.asks
@@ -71,7 +71,7 @@ def test_map_ask_counts_follow_mapreduce():
 
 
 def test_whole_episode_accounts_for_every_task_and_event():
-    scenario = get_scenario("locality-sort", maps=12, reduces=3)
+    scenario = get_scenario("locality-sort", maps=12, reduces=3, jobs=1)
     sim = scenario.simulation(seed=2)
     driver = InProcessDriver(create("fifo"))
     events = []
@@ -164,7 +164,7 @@ def test_papers_ordering_fifo_delay_acl_on_local_task_rate():
 
 
 def test_seed001_trends_cache_size_and_map_count():
-    caches = [_mean(get_scenario("locality-wordcount", maps=100, cache_gb=c), "acl", "cache_locality", 3)
+    caches = [_mean(get_scenario("locality-wordcount", maps=100, jobs=1, cache_gb=c), "acl", "cache_locality", 3)
               for c in (2, 4, 8)]
     assert caches[0] < caches[1] < caches[2], caches
     local = [_mean(get_scenario("locality-wordcount", maps=m), "fifo", "local_task_rate", 6) for m in (10, 20, 50)]

@@ -81,19 +81,21 @@ class ClusterConfig:
 class WorkloadConfig:
     """Jobs of one HiBench application, all reading one input file (as repeated HiBench runs do).
 
+    The default is a short HiBench session: four runs of a 10-map job over the same input, 5 s apart.
+
     Input: `maps` blocks of `block_mb` each, or, when `size` (tiny/small/large) is given, HiBench's input size for
     the application split into blocks of `block_mb` (maps = ceil(size / block)). `cache_gb` is the cluster's total
     centralized cache, split evenly into per-DataNode limits.
     """
 
     app: str = "wordcount"
-    maps: int = 20
+    maps: int = 10
     size: str | None = None
     block_mb: int = 128
     cache_gb: float = 2.0
     reduces: int | None = None
-    jobs: int = 1
-    interarrival_s: float = 0.0
+    jobs: int = 4
+    interarrival_s: float = 5.0
     map_memory_mb: int = 1024
     reduce_memory_mb: int = 1024
     slowstart: float = 1.0
