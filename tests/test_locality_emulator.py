@@ -9,7 +9,8 @@ from emulator.scenario import get_scenario
 from emulator.yarn.cluster import WorkloadConfig, YarnSimulation
 from emulator.yarn.hdfs import GB, MB, Topology, make_input
 from emulator.yarn.workloads import APPS, map_runtime_s
-from policy_engine.features.locality import ReadLocality, candidate_features, candidate_state, read_locality
+from policy_engine.features.locality import (ReadLocality, cache_local_count, candidate_features, candidate_state,
+                                             read_locality, state_counts)
 from policy_engine.policy import create
 from policy_engine.types import (ANY, Ask, BlockInfo, ClusterSummary, JobMetadata, LocalityRequest, Node, Resource,
                                  ScheduleObservation)
@@ -64,6 +65,9 @@ def test_map_ask_counts_follow_mapreduce():
     for r, rack in enumerate(sim.topology.racks):
         assert ask.locality_count(rack) == int((sim.topology.rack_of[sim.input.replicas] == r).any(axis=1).sum())
     assert len(ask.job.input_blocks) == 25
+    for n in range(6):
+        node = obs.node if n == sim.node else _node(sim.hosts[n], sim.node_racks[n])
+        assert cache_local_count(ask, node) == state_counts(ask, node)[ReadLocality.CL] == int((sim.input.cached == n).sum())
     state = candidate_state(ask, obs.node)
     assert state == ReadLocality(int(sim.state_table[sim.node].min()))
     feats = candidate_features(obs)
