@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from policy_engine.features.deeprm import BACKLOG, SLOT_TAG, ImageSpec, image
+from policy_engine.features.deeprm import BACKLOG, SLOT_TAG, SLOTS_TAG, ImageSpec, image
 from policy_engine.proto import pb
 from policy_engine.types import (
     ANY,
@@ -243,7 +243,8 @@ class DeepRMSimulation:
                 ask_id=self._ask_id(j), application_id=self._app_id(j), priority=0,
                 resource=self._resource(self.demand[j]), num_containers=1, locality=(LocalityRequest(ANY, 1),),
                 submit_time_ms=int(self.arrival[j]) * ms,
-                job=JobMetadata(expected_runtime_ms=int(self.length[j]) * ms, tags={SLOT_TAG: tag})))
+                job=JobMetadata(expected_runtime_ms=int(self.length[j]) * ms,
+                                tags={SLOT_TAG: tag, SLOTS_TAG: str(self.spec.num_slots)})))
         running = tuple(
             Container(self._container_id(j), self._app_id(j), self._resource(self.demand[j]), int(self.start[j]) * ms,
                       int(self.finish[j] - self.t) * ms)

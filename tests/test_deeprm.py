@@ -84,3 +84,15 @@ def test_seed003_ordering_sjf_packer_random():
             for p in ("sjf", "packer", "deeprm-random")}
     assert slow["sjf"] < slow["packer"] < slow["deeprm-random"], slow
     assert slow["sjf"] >= 1.0
+
+
+def test_the_number_of_slots_travels_with_the_observation():
+    sc = get_scenario("deeprm", res_slot=10, num_slots=5, job_rate=0.9, simu_len=20)
+    sim = DeepRMSimulation(sc.config, seed=4)
+    for _ in range(15):
+        sim.advance()
+    obs = sim.observe()
+    assert len(slot_asks(obs)) == 5 and all(a is not None for a in slot_asks(obs))
+    assert sim.image().shape == (20, (10 + 10 * 5) * 2 + 3 + 1)
+    with pytest.raises(ValueError, match="res_slot"):
+        get_scenario("deeprm", res_slot=4)

@@ -6,7 +6,7 @@ over the horizon, the M job slots, the backlog, steps since the last arrival). A
 job in slot i (time stands still; reward 0), or the void action M - as is any empty slot or a job that does not
 fit - which moves time one step and yields -sum over jobs in the system of 1/T_j. Terminates when every job of
 the episode's sequence has finished; truncates after max_steps time steps. Parameters as the scenario's: load
-(or job_rate) and simu_len.
+(or job_rate), simu_len, res_slot, num_slots.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 from gymnasium import spaces
 
 from emulator.deeprm import DeepRMConfig, DeepRMSimulation
+from policy_engine.features.deeprm import ImageSpec
 
 ENV_ID = "yarnrl/DeepRM-v0"
 
@@ -25,8 +26,8 @@ ENV_ID = "yarnrl/DeepRM-v0"
 class DeepRMEnv(gym.Env):
     metadata = {"render_modes": []}
 
-    def __init__(self, **params: Any):
-        self.config = DeepRMConfig(**params)
+    def __init__(self, res_slot: int = 20, num_slots: int = 10, **params: Any):
+        self.config = DeepRMConfig(spec=ImageSpec(res_slot=int(res_slot), num_slots=int(num_slots)), **params)
         spec = self.config.spec
         self.num_slots = spec.num_slots
         self.observation_space = spaces.Box(0.0, 1.0, (spec.time_horizon, spec.width), np.float32)

@@ -2,7 +2,8 @@
 
 In the DeepRM setting the whole cluster is one node and every waiting job is one single-container ask. Its
 JobMetadata.tags["slot"] says where DeepRM shows it: "0" .. "M-1" for the M visible job slots, "backlog" for
-the jobs queued behind them (in backlog order). expected_runtime_ms is the job's length T_j in `step_ms` units.
+the jobs queued behind them (in backlog order); tags["slots"] is M. expected_runtime_ms is the job's length T_j
+in `step_ms` units.
 
 `slot_asks` gives the M slots (None where empty); `image` rebuilds DeepRM's image-like state from the
 observation alone (running containers with their remaining time, slots, backlog), so a learned DeepRM policy
@@ -18,7 +19,9 @@ import numpy as np
 from policy_engine.types import Ask, Resource, ScheduleObservation
 
 SLOT_TAG = "slot"
+SLOTS_TAG = "slots"   # M, the number of visible job slots, on every ask
 BACKLOG = "backlog"
+DEFAULT_SLOTS = 10
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,26 @@ class ImageSpec:
         return (r.memory_mb // self.memory_unit_mb, r.vcores)[: self.num_res]
 
 
-def slot_asks(obs: ScheduleObservation, num_slots: int) -> list[Ask | None]:
-    """The M visible job slots of the observation, by slot number; None for an empty slot."""
+def num_slots(obs: ScheduleObservation, default: int = DEFAULT_SLOTS) -> int:
+    """M as the observation's asks state it (tags["slots"]), else `default`."""
+    for ask in obs.asks:
+        if ask.job is not None and SLOTS_TAG in ask.job.tags:
+            try:
+                m = int(ask.job.tags[SLOTS_TAG])
+            except ValueError:
+                break
+            if 1 <= m <= 1000:
+                return m
+            break
+    return default
+
+
+def slot_asks(obs: ScheduleObservation, num_slots: int | None = None) -> list[Ask | None]:
+    """The M visible job slots of the observation, by slot number; None for an empty slot.
+
+    M is `num_slots` when given, else what the observation states (see `num_slots`)."""
+    if num_slots is None:
+        num_slots = globals()["num_slots"](obs)
     slots: list[Ask | None] = [None] * num_slots
     for ask in obs.asks:
         tag = ask.job.tags.get(SLOT_TAG) if ask.job is not None else None

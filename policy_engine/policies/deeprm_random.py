@@ -28,20 +28,21 @@ class DeepRMRandomPolicy(Policy):
     name = "deeprm-random"
     capabilities = frozenset({SCHEDULE})
 
-    def __init__(self, num_slots: int = 10, seed: int = 0):
-        if num_slots < 1:
+    def __init__(self, num_slots: int | None = None, seed: int = 0):
+        if num_slots is not None and num_slots < 1:
             raise ValueError(f"num_slots must be >= 1, not {num_slots}")
-        self.num_slots = int(num_slots)
+        self.num_slots = None if num_slots is None else int(num_slots)  # None: M as the observation states it
         self.seed = int(seed)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         rng = request_rng(obs.request_id, self.seed)
         slots = slot_asks(obs, self.num_slots)
+        m = len(slots)
         free = obs.node.unallocated
         out: list[Assignment] = []
         while True:
-            k = int(rng.integers(self.num_slots + 1))
-            ask = slots[k] if k < self.num_slots else None
+            k = int(rng.integers(m + 1))
+            ask = slots[k] if k < m else None
             if ask is None or not ask.resource.fits_in(free):
                 break
             out.append(Assignment(ask.ask_id, 1, Locality.OFF_SWITCH))

@@ -18,10 +18,10 @@ class PackerPolicy(Policy):
     name = "packer"
     capabilities = frozenset({SCHEDULE})
 
-    def __init__(self, num_slots: int = 10, memory_unit_mb: int = ImageSpec.memory_unit_mb):
-        if num_slots < 1 or memory_unit_mb < 1:
+    def __init__(self, num_slots: int | None = None, memory_unit_mb: int = ImageSpec.memory_unit_mb):
+        if (num_slots is not None and num_slots < 1) or memory_unit_mb < 1:
             raise ValueError("num_slots and memory_unit_mb must be >= 1")
-        self.num_slots = int(num_slots)
+        self.num_slots = None if num_slots is None else int(num_slots)  # None: M as the observation states it
         self.unit = int(memory_unit_mb)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:

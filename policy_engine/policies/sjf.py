@@ -12,7 +12,7 @@ from policy_engine.policy import SCHEDULE, Policy, register
 from policy_engine.types import Ask, Assignment, Locality, Resource, ScheduleDecision, ScheduleObservation
 
 
-def greedy_slots(obs: ScheduleObservation, num_slots: int, score) -> ScheduleDecision:
+def greedy_slots(obs: ScheduleObservation, num_slots: int | None, score) -> ScheduleDecision:
     """Repeatedly start the fitting slot job with the highest score(ask, free) > 0 (first slot on ties)."""
     free: Resource = obs.node.unallocated
     waiting: list[Ask] = [a for a in slot_asks(obs, num_slots) if a is not None]
@@ -38,10 +38,10 @@ class ShortestJobFirstPolicy(Policy):
     name = "sjf"
     capabilities = frozenset({SCHEDULE})
 
-    def __init__(self, num_slots: int = 10):
-        if num_slots < 1:
+    def __init__(self, num_slots: int | None = None):
+        if num_slots is not None and num_slots < 1:
             raise ValueError(f"num_slots must be >= 1, not {num_slots}")
-        self.num_slots = int(num_slots)
+        self.num_slots = None if num_slots is None else int(num_slots)  # None: M as the observation states it
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         def score(ask: Ask, free: Resource) -> float:
