@@ -11,7 +11,7 @@ node, cache-local and node-local shares, cached input fraction, missed opportuni
 are zero. Action: Discrete(max_candidates + 1): ask i, or max_candidates = let the node go. An action naming no
 ask, or one that does not fit, lets the node go too.
 Reward: seed 001's Table 2 weight of the state the started map task reads its block in (CL +1, DL +0.5,
-CRL -0.25, DRL -0.5, NO -1) divided by the episode's number of map tasks, so a return is in [-1, 1]; 0 for
+CRL -0.25, DRL -0.5, NO -1) divided by the episode's number of map tasks (all stages), so a return is in [-1, 1]; 0 for
 reduces and for letting the node go. Missed scheduling opportunities are counted as the engine counts them.
 info["metrics"] on the last step: the scenario's metrics (local-task rate, job time, ...).
 """
@@ -89,7 +89,7 @@ class LocalityEnv(gym.Env):
         self.sim = YarnSimulation(self.workload, episode_seed, self.cluster,
                                   max_idle_heartbeats=self.max_idle_heartbeats)
         self.tracker = OpportunityTracker()
-        self._maps = self.sim.input.num_blocks * len(self.sim.jobs)
+        self._maps = self.sim.expected_maps
         self._steps = 0
         self._heartbeat()
         return self._features(), self._info()

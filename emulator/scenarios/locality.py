@@ -61,7 +61,8 @@ class LocalityScenario(Scenario):
                 "node_memory_mb": list(self.cluster.node_memory_mb)}
 
 
-for _app, _what in (("wordcount", "CPU-bound"), ("sort", "I/O-bound"), ("terasort", "I/O-heavy")):
+for _app, _what in (("wordcount", "CPU-bound"), ("sort", "I/O-bound"), ("terasort", "I/O-heavy"),
+                    ("aggregation", "Hive GROUP BY, cache-affine"), ("join", "Hive join, 2 MapReduce stages")):
     register_scenario(
         f"locality-{_app}",
         f"seed 001: HiBench {_app.capitalize()} ({_what}) on 6 DataNodes in 2 racks with an HDFS cache; "
