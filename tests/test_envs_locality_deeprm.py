@@ -21,7 +21,7 @@ def test_check_env_and_seeded_reset(env_id):
 def test_locality_env_rewards_are_table2_weights_and_match_the_scenario_metrics():
     env = gym.make("yarnrl/Locality-v0", maps=12, jobs=1)
     obs, _ = env.reset(seed=3)
-    total, done, rewards = 0.0, False, []
+    done, rewards = False, []
     while not done:
         obs, r, term, trunc, info = env.step(0)   # always the head-of-line job: FIFO, one container at a time
         rewards.append(r)
