@@ -18,7 +18,8 @@ from policy_engine.types import (ANY, Ask, BlockInfo, ClusterSummary, JobMetadat
 
 def test_replicas_are_rack_aware_and_cache_respects_the_per_node_limit():
     topo = Topology.odd_even(6, 2)
-    assert topo.hosts[0] == "dn1" and topo.racks[topo.rack_of[0]] == "/rack1" and topo.racks[topo.rack_of[1]] == "/rack2"
+    assert topo.hosts[0] == "dn1" and topo.racks[topo.rack_of[0]] == "/rack1"
+    assert topo.racks[topo.rack_of[1]] == "/rack2"
     rng = np.random.default_rng(3)
     f = make_input(rng, topo, 200 * 128 * MB, 128 * MB, cache_bytes_per_node=GB)
     assert f.replicas.shape == (200, 3)
@@ -67,7 +68,8 @@ def test_map_ask_counts_follow_mapreduce():
     assert len(ask.job.input_blocks) == 25
     for n in range(6):
         node = obs.node if n == sim.node else _node(sim.hosts[n], sim.node_racks[n])
-        assert cache_local_count(ask, node) == state_counts(ask, node)[ReadLocality.CL] == int((sim.input.cached == n).sum())
+        cached_here = int((sim.input.cached == n).sum())
+        assert cache_local_count(ask, node) == state_counts(ask, node)[ReadLocality.CL] == cached_here
     state = candidate_state(ask, obs.node)
     assert state == ReadLocality(int(sim.state_table[sim.node].min()))
     feats = candidate_features(obs)

@@ -36,7 +36,7 @@ ENV_ID = "yarnrl/Locality-v0"
 class LocalityEnv(gym.Env):
     metadata = {"render_modes": []}
 
-    def __init__(self, app: str = "wordcount", max_candidates: int = 4, max_steps: int = 100_000,
+    def __init__(self, app: str = "wordcount", max_candidates: int = 8, max_steps: int = 100_000,
                  heartbeat_ms: int = 1000, max_idle_heartbeats: int = 5_000, **workload: Any):
         if max_candidates < 1:
             raise ValueError(f"max_candidates must be >= 1, got {max_candidates}")

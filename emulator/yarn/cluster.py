@@ -243,7 +243,8 @@ class YarnSimulation:
         self.now = 0
 
         # Jobs: the workload's submissions; later stages of multi-stage applications start as earlier ones end.
-        self._am_rng = phase_rng
+        # Application ids as YARN writes them: the ResourceManager's start time (one per episode) and a sequence.
+        self._cluster_ts = 1_700_000_000_000 + self.seed % 1_000_000_000
         self.jobs: list[_Job] = []
         self._apps = 0
         gap = int(round(workload.interarrival_s * 1000))
@@ -293,7 +294,7 @@ class YarnSimulation:
         rng = np.random.default_rng([self.seed, 1, index, stage])
         self._apps += 1
         job = _Job(
-            index=index, stage=stage, app=app, data=data, app_id=f"application_1700000000000_{self._apps:04d}",
+            index=index, stage=stage, app=app, data=data, app_id=f"application_{self._cluster_ts}_{self._apps:04d}",
             submit_ms=submit_ms, root_submit_ms=root_submit_ms, num_maps=maps, num_reduces=reduces,
             reduce_ms=reduce_runtime_s(app, float(data.input.block_bytes.sum()), reduces) * 1000,
             pending=np.ones(maps, dtype=bool), map_noise=rng.lognormal(0.0, RUNTIME_NOISE_SIGMA, size=maps),
