@@ -14,6 +14,7 @@ Reward: seed 001's Table 2 weight of the state the started map task reads its bl
 CRL -0.25, DRL -0.5, NO -1) divided by the episode's number of map tasks (all stages), so a return is in [-1, 1]; 0 for
 reduces and for letting the node go. Missed scheduling opportunities are counted as the engine counts them.
 info["metrics"] on the last step: the scenario's metrics (local-task rate, job time, ...).
+reset(options={"episode_seed": s}) runs the simulator episode that the scenario runs for seed s.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ class LocalityEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(0, 2**31 - 1))
+        if options and "episode_seed" in options:  # replay a scenario episode: same seed, same cluster and jobs
+            episode_seed = int(options["episode_seed"])
         self.sim = YarnSimulation(self.workload, episode_seed, self.cluster,
                                   max_idle_heartbeats=self.max_idle_heartbeats)
         self.tracker = OpportunityTracker()
