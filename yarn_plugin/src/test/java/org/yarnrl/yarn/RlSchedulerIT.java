@@ -57,7 +57,7 @@ class RlSchedulerIT {
     long t0 = System.nanoTime();
     cluster = new MiniHadoop(work.resolve("cluster"), settings);
     results.put("cluster_start_s", (System.nanoTime() - t0) / 1e9);
-    engine.start();
+    engine.start("--webhdfs", cluster.webHdfsUrl());
     RlScheduler scheduler = assertInstanceOf(RlScheduler.class, cluster.scheduler());
     metrics = scheduler.getRlMetrics();
     results.put("node_racks", cluster.nodeRacks());
@@ -154,8 +154,18 @@ class RlSchedulerIT {
       Thread.sleep(100);
     }
     assertEquals(javaContainers, (long) started, metrics.toString());
-    assertTrue(engine.metric("yarnrl_report_events_total", "kind=\"container_finished\"") > 0);
-    assertTrue(engine.metric("yarnrl_report_events_total", "kind=\"job_finished\"") >= 4);
+    double finished = engine.metric("yarnrl_report_events_total", "kind=\"container_finished\"");
+    // an application is removed from the scheduler (JobFinished) a few seconds after its client saw it finish
+    double jobsFinished = 0;
+    for (int i = 0; i < 300 && jobsFinished < 4; i++) {
+      jobsFinished = engine.metric("yarnrl_report_events_total", "kind=\"job_finished\"");
+      Thread.sleep(100);
+    }
+    results.put("engine_side_report_events", Map.of("container_started", started, "container_finished", finished,
+        "job_finished", jobsFinished));
+    assertTrue(finished > 0, "container_finished events: " + finished);
+    // randomtextwriter, wordcount, teragen, terasort (and TeraSort's sampling runs locally, not on YARN)
+    assertTrue(jobsFinished >= 4, "job_finished events: " + jobsFinished + ", " + metrics);
     results.put("engine_side_schedule_decisions", engineDecisions);
     results.put("plugin_engine_decisions", javaDecisions);
     results.put("plugin_engine_containers", javaContainers);
@@ -188,7 +198,7 @@ class RlSchedulerIT {
     results.put("native_containers_during_outage", metrics.getNativeContainers() - nativeBefore);
 
     // the engine comes back at the same address: once the breaker's open period ends the plugin uses it again
-    engine.start();
+    engine.start("--webhdfs", cluster.webHdfsUrl());
     long decisionsAtRestart = metrics.getEngineDecisions();
     Job after = Workloads.submitSleep(cluster.jobConf(), 4, 200, 512);
     Workloads.Result r2 = Workloads.finish("sleep-engine-restarted", after, System.nanoTime());
