@@ -49,12 +49,14 @@ def main(argv=None) -> int:
     print(f"Java client -> engine: {client['decisions_per_s']:.0f} decisions/s, p50 {client['p50_ms']:.2f} ms, "
           f"p99 {client['p99_ms']:.2f} ms")
     for name, r in (("native FifoScheduler", nat), ("RlScheduler + engine", plug)):
-        nu = r["node_update"]
+        nu, busy = r["node_update"], r["node_update"]["allocating"]
         jobs = ", ".join(f"{k} {v['seconds']:.1f}s" for k, v in r.items() if isinstance(v, dict) and "seconds" in v)
-        print(f"{name:>21}: node update mean {nu['mean_us']:.0f} us p99 {nu['p99_us']:.0f} us over {nu['count']}; "
+        print(f"{name:>21}: node update mean {nu['mean_us']:.0f} us p99 {nu['p99_us']:.0f} us over {nu['count']} "
+              f"(allocating ones: mean {busy.get('mean_us', 0):.0f} us over {busy['count']}); "
               f"jobs {r['total_job_seconds']:.1f}s ({jobs})")
-    print(f"job time ratio plugin/native {result['job_time_ratio']:.3f}; "
-          f"node-update mean ratio {result['node_update_mean_ratio']:.2f}")
+    print(f"plugin/native: job time {result['job_time_ratio']:.3f}, node-update mean "
+          f"{result['node_update_mean_ratio']:.2f}, allocating node-update mean "
+          f"{result['allocating_node_update_mean_ratio']:.2f}")
     print(json.dumps(result))
     return 0
 

@@ -3,6 +3,7 @@ package org.yarnrl.yarn;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.QueueMetrics;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.SchedulerEvent;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.SchedulerEventType;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.fifo.FifoScheduler;
@@ -12,25 +13,47 @@ import org.apache.hadoop.yarn.server.resourcemanager.scheduler.fifo.FifoSchedule
  * RlScheduler (the two public subclasses below only wrap {@code handle}), for the plugin-overhead benchmark.
  */
 final class NodeUpdateTimer {
-  private static long[] samples = new long[1 << 16];
-  private static int count;
+  /** Every NODE_UPDATE, and those that allocated at least one container. */
+  private static final Samples ALL = new Samples();
+  private static final Samples ALLOCATING = new Samples();
 
   private NodeUpdateTimer() {}
 
-  static synchronized void record(long nanos) {
-    if (count == samples.length) {
-      samples = Arrays.copyOf(samples, samples.length * 2);
+  private static final class Samples {
+    long[] values = new long[1 << 16];
+    int count;
+
+    void add(long nanos) {
+      if (count == values.length) {
+        values = Arrays.copyOf(values, values.length * 2);
+      }
+      values[count++] = nanos;
     }
-    samples[count++] = nanos;
+  }
+
+  static synchronized void record(long nanos, boolean allocated) {
+    ALL.add(nanos);
+    if (allocated) {
+      ALLOCATING.add(nanos);
+    }
   }
 
   static synchronized void reset() {
-    count = 0;
+    ALL.count = 0;
+    ALLOCATING.count = 0;
+  }
+
+  /** Timings of all node updates, and of those that allocated containers ("allocating"). */
+  static synchronized Map<String, Object> summary() {
+    Map<String, Object> m = summary(ALL);
+    m.put("allocating", summary(ALLOCATING));
+    return m;
   }
 
   /** count, mean, p50, p99 and max in microseconds. */
-  static synchronized Map<String, Object> summary() {
-    long[] s = Arrays.copyOf(samples, count);
+  private static Map<String, Object> summary(Samples samples) {
+    int count = samples.count;
+    long[] s = Arrays.copyOf(samples.values, count);
     Arrays.sort(s);
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("count", count);
@@ -43,11 +66,13 @@ final class NodeUpdateTimer {
     return m;
   }
 
-  static void timed(SchedulerEvent event, Runnable handle) {
+  static void timed(SchedulerEvent event, QueueMetrics metrics, Runnable handle) {
     if (event.getType() == SchedulerEventType.NODE_UPDATE) {
+      long allocatedBefore = metrics.getAggregateAllocatedContainers();
       long start = System.nanoTime();
       handle.run();
-      record(System.nanoTime() - start);
+      long nanos = System.nanoTime() - start;
+      record(nanos, metrics.getAggregateAllocatedContainers() != allocatedBefore);
     } else {
       handle.run();
     }
@@ -57,7 +82,7 @@ final class NodeUpdateTimer {
   public static class TimedFifoScheduler extends FifoScheduler {
     @Override
     public void handle(SchedulerEvent event) {
-      timed(event, () -> super.handle(event));
+      timed(event, getRootQueueMetrics(), () -> super.handle(event));
     }
   }
 
@@ -65,7 +90,7 @@ final class NodeUpdateTimer {
   public static class TimedRlScheduler extends RlScheduler {
     @Override
     public void handle(SchedulerEvent event) {
-      timed(event, () -> super.handle(event));
+      timed(event, getRootQueueMetrics(), () -> super.handle(event));
     }
   }
 }

@@ -170,6 +170,12 @@ class RlSchedulerIT {
     results.put("plugin_engine_decisions", javaDecisions);
     results.put("plugin_engine_containers", javaContainers);
     results.put("plugin_fallbacks_before_kill", metrics.getFallbacks());
+    // containers the engine judged cache-local (a cached replica of the tagged WordCount input on the node)
+    results.put("engine_assigned_containers_by_locality", Map.of(
+        "cache_local", engine.metric("yarnrl_assigned_containers_total", "locality=\"cache_local\""),
+        "node_local", engine.metric("yarnrl_assigned_containers_total", "locality=\"node_local\""),
+        "rack_local", engine.metric("yarnrl_assigned_containers_total", "locality=\"rack_local\""),
+        "off_switch", engine.metric("yarnrl_assigned_containers_total", "locality=\"off_switch\"")));
   }
 
   @Test
