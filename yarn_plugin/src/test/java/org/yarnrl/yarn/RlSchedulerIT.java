@@ -146,6 +146,12 @@ class RlSchedulerIT {
     // every decision the plugin applied was made by the engine; the engine may also have answered calls the plugin
     // had already given up on (deadline), so it counts at least as many
     assertTrue(javaDecisions > 0, metrics.toString());
+    // the same counters over JMX, as an operator sees them
+    javax.management.ObjectName bean =
+        new javax.management.ObjectName("Hadoop:service=ResourceManager,name=RlScheduler");
+    javax.management.MBeanServer jmx = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+    assertEquals(javaDecisions, (long) jmx.getAttribute(bean, "EngineDecisions"));
+    assertEquals("CLOSED", jmx.getAttribute(bean, "BreakerState"));
     assertTrue(engineDecisions >= javaDecisions, engineDecisions + " engine-side vs " + javaDecisions);
     // each container the engine placed comes back to it as a ContainerStarted event (sent asynchronously)
     double started = 0;
