@@ -8,9 +8,9 @@ Runs the plugin's Maven benchmark (yarn_plugin/src/test/java/org/yarnrl/yarn/Plu
   timing every NODE_UPDATE the ResourceManager handles (same wrapper for both) and every job.
 
 Needs Java 17 and Maven (downloads on first run) and `make install`. Prints a summary, then one JSON object as the
-last line. Takes about 8 minutes on 2 cores.
+last line. Takes about 14 minutes on 2 cores (2 rounds).
 
-    .venv/bin/python benchmarks/plugin_overhead.py [--client-seconds 10]
+    .venv/bin/python benchmarks/plugin_overhead.py [--client-seconds 10] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -30,15 +30,17 @@ RESULT = ROOT / "yarn_plugin" / "target" / "bench-plugin-overhead" / "result.jso
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--client-seconds", type=int, default=10, help="length of the decisions/s run (default 10)")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="ABBA rounds of the workload per scheduler (native, plugin, plugin, native...; default 2)")
     args = p.parse_args(argv)
-    if args.client_seconds <= 0:
-        p.error("--client-seconds must be positive")
+    if args.client_seconds <= 0 or args.rounds <= 0:
+        p.error("--client-seconds and --rounds must be positive")
     mvn = shutil.which("mvn")
     if mvn is None:
         raise SystemExit("plugin_overhead: Maven (mvn) is not on PATH; it builds and runs the plugin benchmark")
     RESULT.unlink(missing_ok=True)
     cmd = [mvn, "-B", "-q", "-f", str(POM), "verify", "-Dit.test=PluginOverheadBenchmarkIT",
-           "-Dyarnrl.benchmark=true", f"-Dyarnrl.bench.client-seconds={args.client_seconds}",
+           "-Dyarnrl.benchmark=true", f"-Dyarnrl.bench.client-seconds={args.client_seconds}", f"-Dyarnrl.bench.rounds={args.rounds}",
            f"-Dyarnrl.python={sys.executable}"]
     print("running:", " ".join(cmd), flush=True)
     rc = subprocess.run(cmd).returncode
@@ -49,13 +51,14 @@ def main(argv=None) -> int:
     print(f"Java client -> engine: {client['decisions_per_s']:.0f} decisions/s, p50 {client['p50_ms']:.2f} ms, "
           f"p99 {client['p99_ms']:.2f} ms")
     for name, r in (("native FifoScheduler", nat), ("RlScheduler + engine", plug)):
-        nu, busy = r["node_update"], r["node_update"]["allocating"]
-        jobs = ", ".join(f"{k} {v['seconds']:.1f}s" for k, v in r.items() if isinstance(v, dict) and "seconds" in v)
-        print(f"{name:>21}: node update mean {nu['mean_us']:.0f} us p99 {nu['p99_us']:.0f} us over {nu['count']} "
-              f"(allocating ones: mean {busy.get('mean_us', 0):.0f} us over {busy['count']}); "
-              f"jobs {r['total_job_seconds']:.1f}s ({jobs})")
-    print(f"plugin/native: job time {result['job_time_ratio']:.3f}, node-update mean "
-          f"{result['node_update_mean_ratio']:.2f}, allocating node-update mean "
+        per_run = "; ".join(
+            ", ".join(f"{k} {v['seconds']:.1f}s" for k, v in run.items() if isinstance(v, dict) and "seconds" in v)
+            for run in r["runs"])
+        print(f"{name:>21}: node update mean {r['node_update_mean_us']:.0f} us over {r['node_updates']} "
+              f"(allocating ones: {r['allocating_node_update_mean_us']:.0f} us over {r['allocating_node_updates']}); "
+              f"jobs {r['mean_total_job_seconds']:.1f}s per run ({per_run})")
+    print(f"plugin/native over {result['rounds']} ABBA rounds: job time {result['job_time_ratio']:.3f}, node-update "
+          f"mean {result['node_update_mean_ratio']:.2f}, allocating node-update mean "
           f"{result['allocating_node_update_mean_ratio']:.2f}")
     print(json.dumps(result))
     return 0

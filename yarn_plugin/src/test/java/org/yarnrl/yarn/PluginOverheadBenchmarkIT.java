@@ -6,7 +6,9 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
@@ -22,7 +24,8 @@ import org.yarnrl.v1.ScheduleRequest;
 
 /**
  * benchmarks/plugin_overhead: the same HiBench-tiny workload on the same mini cluster under the native FifoScheduler
- * and under RlScheduler with the engine's FIFO policy (node-update handling time and job run times), and the Java
+ * and under RlScheduler with the engine's FIFO policy (node-update handling time and job run times, in ABBA
+ * rounds: -Dyarnrl.bench.rounds, default 2), and the Java
  * client's Schedule decisions/s against a real engine. Runs only with -Dyarnrl.benchmark=true; writes
  * target/bench-plugin-overhead/result.json (benchmarks/plugin_overhead/run.py prints it).
  */
@@ -49,26 +52,65 @@ class PluginOverheadBenchmarkIT {
 
       Configuration nativeFifo = new Configuration(false);
       nativeFifo.set(YarnConfiguration.RM_SCHEDULER, NodeUpdateTimer.TimedFifoScheduler.class.getName());
-      result.put("native_fifo", workload("native", nativeFifo));
-
       Configuration plugin = new Configuration(false);
       plugin.set(YarnConfiguration.RM_SCHEDULER, NodeUpdateTimer.TimedRlScheduler.class.getName());
       plugin.set(RlScheduler.ENGINE_ADDRESS, engine.address());
-      result.put("plugin_fifo", workload("plugin", plugin));
+      // rounds in ABBA order (native, plugin, plugin, native, ...): the JVM warms up as the benchmark goes, and
+      // alternating keeps that from favouring whichever scheduler runs later
+      int rounds = Integer.getInteger("yarnrl.bench.rounds", 2);
+      List<Map<String, Object>> nativeRuns = new ArrayList<>();
+      List<Map<String, Object>> pluginRuns = new ArrayList<>();
+      for (int i = 0; i < 2 * rounds; i++) {
+        boolean nativeFirst = (i / 2) % 2 == 0;
+        boolean runNative = (i % 2 == 0) == nativeFirst;
+        if (runNative) {
+          nativeRuns.add(workload("native-" + i, nativeFifo));
+        } else {
+          pluginRuns.add(workload("plugin-" + i, plugin));
+        }
+      }
+      result.put("rounds", rounds);
+      result.put("native_fifo", aggregate(nativeRuns));
+      result.put("plugin_fifo", aggregate(pluginRuns));
     }
-    @SuppressWarnings("unchecked")
-    Map<String, Object> nat = (Map<String, Object>) result.get("native_fifo");
-    @SuppressWarnings("unchecked")
-    Map<String, Object> plug = (Map<String, Object>) result.get("plugin_fifo");
-    result.put("job_time_ratio", (double) plug.get("total_job_seconds") / (double) nat.get("total_job_seconds"));
-    Map<?, ?> plugUpdates = (Map<?, ?>) plug.get("node_update");
-    Map<?, ?> natUpdates = (Map<?, ?>) nat.get("node_update");
-    result.put("node_update_mean_ratio", (double) plugUpdates.get("mean_us") / (double) natUpdates.get("mean_us"));
-    result.put("allocating_node_update_mean_ratio",
-        (double) ((Map<?, ?>) plugUpdates.get("allocating")).get("mean_us")
-            / (double) ((Map<?, ?>) natUpdates.get("allocating")).get("mean_us"));
+    Map<?, ?> nat = (Map<?, ?>) result.get("native_fifo");
+    Map<?, ?> plug = (Map<?, ?>) result.get("plugin_fifo");
+    result.put("job_time_ratio", (double) plug.get("mean_total_job_seconds")
+        / (double) nat.get("mean_total_job_seconds"));
+    result.put("node_update_mean_ratio", (double) plug.get("node_update_mean_us")
+        / (double) nat.get("node_update_mean_us"));
+    result.put("allocating_node_update_mean_ratio", (double) plug.get("allocating_node_update_mean_us")
+        / (double) nat.get("allocating_node_update_mean_us"));
     Files.writeString(work.resolve("result.json"), Json.write(result), StandardCharsets.UTF_8);
     System.out.println(Json.write(result));
+  }
+
+  /** Means over the runs of one scheduler (node-update means weighted by their counts), plus the runs. */
+  private static Map<String, Object> aggregate(List<Map<String, Object>> runs) {
+    double jobSeconds = 0;
+    double allNanos = 0;
+    long allCount = 0;
+    double busyNanos = 0;
+    long busyCount = 0;
+    for (Map<String, Object> run : runs) {
+      jobSeconds += (double) run.get("total_job_seconds");
+      Map<?, ?> nu = (Map<?, ?>) run.get("node_update");
+      Map<?, ?> busy = (Map<?, ?>) nu.get("allocating");
+      int n = (int) nu.get("count");
+      int b = (int) busy.get("count");
+      allCount += n;
+      busyCount += b;
+      allNanos += n == 0 ? 0 : (double) nu.get("mean_us") * n;
+      busyNanos += b == 0 ? 0 : (double) busy.get("mean_us") * b;
+    }
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("mean_total_job_seconds", jobSeconds / runs.size());
+    out.put("node_update_mean_us", allNanos / Math.max(1, allCount));
+    out.put("node_updates", allCount);
+    out.put("allocating_node_update_mean_us", busyNanos / Math.max(1, busyCount));
+    out.put("allocating_node_updates", busyCount);
+    out.put("runs", runs);
+    return out;
   }
 
   private Map<String, Object> workload(String name, Configuration scheduler) throws Exception {
