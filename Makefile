@@ -5,7 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install proto clean
+.PHONY: demo test install proto plugin clean
+MVN ?= mvn
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +22,15 @@ proto: $(STAMP)
 demo: install
 	$(VENV)/bin/policy-engine demo
 
+# Python tests, then the plugin: Maven builds the shaded jar and runs its unit tests and the mini-cluster
+# integration tests, which start the engine from this .venv (so `install` comes first).
 test: install
 	$(PY) -m pytest -q
+	$(MVN) -B -q -f yarn_plugin/pom.xml verify -Dyarnrl.python=$(abspath $(PY))
+
+# The ResourceManager plugin jar alone: yarn_plugin/target/yarnrl-yarn-plugin-0.1.0.jar
+plugin:
+	$(MVN) -B -q -f yarn_plugin/pom.xml package -DskipTests
 
 clean:
-	rm -rf $(VENV) policy_engine/_generated
+	rm -rf $(VENV) policy_engine/_generated yarn_plugin/target

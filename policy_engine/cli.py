@@ -47,12 +47,15 @@ def cmd_serve(args) -> int:
         raise SystemExit(f"policy-engine: model file {args.model} does not exist")
     if not 0 <= args.port <= 65535:
         raise SystemExit(f"policy-engine: --port {args.port} is not a TCP port")
+    if args.webhdfs is not None and (not args.webhdfs.startswith(("http://", "https://")) or args.webhdfs_ttl <= 0):
+        raise SystemExit("policy-engine: --webhdfs takes http(s)://HOST:PORT and --webhdfs-ttl a positive number, "
+                         f"got {args.webhdfs!r} and {args.webhdfs_ttl}")
     policy = build_policy(args.policy, args.model, parse_options(args.set))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         asyncio.run(serve(policy, host=args.host, port=args.port, metrics_port=args.metrics_port,
-                          grace_s=args.grace))
+                          grace_s=args.grace, webhdfs=args.webhdfs, webhdfs_ttl_s=args.webhdfs_ttl))
     except OSError as e:
         raise SystemExit(f"policy-engine: {e}") from None
     return 0
@@ -167,6 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="policy option, repeatable (e.g. --set node_locality_delay=10)")
     s.add_argument("--grace", type=float, default=5.0, help="seconds in-flight calls get on shutdown (default 5)")
+    s.add_argument("--webhdfs", metavar="URL",
+                   help="NameNode HTTP address (http://HOST:PORT): attach HDFS block and cached-replica locations of "
+                        "the asks' input paths (application tag yarnrl.input=PATH) read with WebHDFS")
+    s.add_argument("--webhdfs-ttl", type=float, default=60.0, metavar="SECONDS",
+                   help="how long block locations of one path are reused (default 60)")
     s.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     s.set_defaults(fn=cmd_serve)
 

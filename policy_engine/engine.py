@@ -152,6 +152,9 @@ class Engine:
         self.metrics = metrics
         self.opportunities = OpportunityTracker()
         self.listeners: list[EventListener] = []
+        # Called on each observation before the policy sees it, to add what the caller did not send (for example
+        # policy_engine.hdfs.BlockLocator.annotate: HDFS block locations of the asks' input paths).
+        self.annotators: list[Callable[[ScheduleObservation], None]] = []
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex()
         self._locality_labels = {loc: loc.name.lower() for loc in Locality}
@@ -161,6 +164,8 @@ class Engine:
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         if SCHEDULE not in self.policy.capabilities:
             raise NotImplementedError(f"policy {self.policy.name!r} does not schedule on node heartbeats")
+        for annotate in self.annotators:
+            annotate(obs)
         self.opportunities.offer(obs)
         decision, cut = clip_schedule(obs, self.policy.schedule(obs))
         self.opportunities.settle(obs, decision)

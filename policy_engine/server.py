@@ -89,11 +89,21 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
 
 
 async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metrics_port: int | None = None,
-                grace_s: float = 5.0, ready: asyncio.Event | None = None, engine: Engine | None = None) -> None:
-    """Run until SIGTERM/SIGINT (or until the task is cancelled)."""
+                grace_s: float = 5.0, ready: asyncio.Event | None = None, engine: Engine | None = None,
+                webhdfs: str | None = None, webhdfs_ttl_s: float = 60.0) -> None:
+    """Run until SIGTERM/SIGINT (or until the task is cancelled).
+
+    `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations.
+    """
     metrics = EngineMetrics()
     engine = engine or Engine(policy, metrics)
     engine.metrics = metrics
+    locator = None
+    if webhdfs:
+        from policy_engine.hdfs import BlockLocator
+
+        locator = BlockLocator(webhdfs, ttl_s=webhdfs_ttl_s, registry=metrics.registry)
+        engine.annotators.append(locator.annotate)
     server = grpc.aio.server(options=[
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -136,3 +146,5 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     finally:
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace_s)
+        if locator is not None:
+            locator.close()

@@ -1,0 +1,191 @@
+package org.yarnrl.yarn;
+
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.yarnrl.v1.Event;
+import org.yarnrl.v1.GetInfoRequest;
+import org.yarnrl.v1.GetInfoResponse;
+import org.yarnrl.v1.PolicyEngineGrpc;
+import org.yarnrl.v1.ReportRequest;
+import org.yarnrl.v1.ScheduleRequest;
+import org.yarnrl.v1.ScheduleResponse;
+
+/**
+ * The plugin's connection to the policy engine: Schedule calls with a per-call deadline behind a circuit breaker,
+ * and Report events sent in batches from a background thread so that feedback never holds the scheduler lock.
+ *
+ * <p>Breaker: after {@code failureThreshold} consecutive failed calls the engine is skipped for {@code openMillis};
+ * then one call probes it (half-open): success closes the breaker, failure opens it again. State changes are logged
+ * once each.
+ */
+class EngineClient implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(EngineClient.class);
+
+  enum Breaker { CLOSED, OPEN, HALF_OPEN }
+
+  /** Why a Schedule call gave no usable answer. */
+  enum Failure { TIMEOUT, UNAVAILABLE, ERROR }
+
+  static final class CallFailed extends Exception {
+    final Failure failure;
+
+    CallFailed(Failure failure, String message, Throwable cause) {
+      super(message, cause);
+      this.failure = failure;
+    }
+  }
+
+  private final String address;
+  private final long deadlineMillis;
+  private final int failureThreshold;
+  private final long openMillis;
+  private final LongSupplier clock;
+  private final ManagedChannel channel;
+  private final PolicyEngineGrpc.PolicyEngineBlockingStub stub;
+  private final RlSchedulerMetrics metrics;
+
+  private Breaker breaker = Breaker.CLOSED;
+  private int consecutiveFailures;
+  private long openUntil;
+
+  private final BlockingQueue<Event> pendingEvents;
+  private final Thread reporter;
+  private final long reportIntervalMillis;
+  private volatile boolean closed;
+
+  EngineClient(String address, long deadlineMillis, int failureThreshold, long openMillis,
+      long reportIntervalMillis, int reportQueueCapacity, RlSchedulerMetrics metrics, LongSupplier clock) {
+    this.address = address;
+    this.deadlineMillis = deadlineMillis;
+    this.failureThreshold = Math.max(1, failureThreshold);
+    this.openMillis = openMillis;
+    this.clock = clock;
+    this.metrics = metrics;
+    this.channel = ManagedChannelBuilder.forTarget(address).usePlaintext().build();
+    this.stub = PolicyEngineGrpc.newBlockingStub(channel);
+    this.pendingEvents = new ArrayBlockingQueue<>(Math.max(16, reportQueueCapacity));
+    this.reportIntervalMillis = reportIntervalMillis;
+    channel.getState(true); // connect now, not on the first heartbeat
+    this.reporter = new Thread(this::reportLoop, "yarnrl-engine-report");
+    reporter.setDaemon(true);
+    reporter.start();
+  }
+
+  String address() {
+    return address;
+  }
+
+  /** Whether the next heartbeat may ask the engine (false while the breaker is open). Caller holds the lock. */
+  synchronized boolean allowCall() {
+    if (breaker == Breaker.OPEN) {
+      if (clock.getAsLong() < openUntil) {
+        return false;
+      }
+      setBreaker(Breaker.HALF_OPEN, "probing the engine again");
+      channel.resetConnectBackoff(); // an engine that came back must not wait out gRPC's reconnect backoff
+    }
+    return true;
+  }
+
+  synchronized Breaker breakerState() {
+    return breaker;
+  }
+
+  ScheduleResponse schedule(ScheduleRequest request) throws CallFailed {
+    try {
+      ScheduleResponse response =
+          stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS).schedule(request);
+      return response;
+    } catch (StatusRuntimeException e) {
+      Status.Code code = e.getStatus().getCode();
+      Failure f = code == Status.Code.DEADLINE_EXCEEDED ? Failure.TIMEOUT
+          : code == Status.Code.UNAVAILABLE ? Failure.UNAVAILABLE : Failure.ERROR;
+      throw new CallFailed(f, code + ": " + e.getStatus().getDescription(), e);
+    }
+  }
+
+  GetInfoResponse info(long timeoutMillis) {
+    return stub.withDeadlineAfter(timeoutMillis, TimeUnit.MILLISECONDS).getInfo(GetInfoRequest.getDefaultInstance());
+  }
+
+  /** A call succeeded and its answer was used. */
+  synchronized void recordSuccess() {
+    consecutiveFailures = 0;
+    if (breaker != Breaker.CLOSED) {
+      setBreaker(Breaker.CLOSED, "engine answering again");
+    }
+  }
+
+  /** A call failed or its answer could not be used. */
+  synchronized void recordFailure(String why) {
+    consecutiveFailures++;
+    if (breaker == Breaker.HALF_OPEN
+        || (breaker == Breaker.CLOSED && consecutiveFailures >= failureThreshold)) {
+      openUntil = clock.getAsLong() + openMillis;
+      setBreaker(Breaker.OPEN, consecutiveFailures + " consecutive failures, last: " + why
+          + "; scheduling natively for " + openMillis + " ms");
+    }
+  }
+
+  private void setBreaker(Breaker next, String why) {
+    LOG.info("yarn-rl engine {}: circuit breaker {} -> {} ({})", address, breaker, next, why);
+    breaker = next;
+    metrics.breakerState = next.name();
+  }
+
+  /** Queue a feedback event; dropped (and counted) when the queue is full, never blocking the caller. */
+  void report(Event event) {
+    if (closed || !pendingEvents.offer(event)) {
+      metrics.reportEventsDropped.increment();
+    }
+  }
+
+  private void reportLoop() {
+    List<Event> batch = new ArrayList<>();
+    while (!closed) {
+      try {
+        Event first = pendingEvents.poll(reportIntervalMillis, TimeUnit.MILLISECONDS);
+        if (first == null) {
+          continue;
+        }
+        batch.add(first);
+        pendingEvents.drainTo(batch, 1023);
+        stub.withDeadlineAfter(Math.max(1000, deadlineMillis), TimeUnit.MILLISECONDS)
+            .report(ReportRequest.newBuilder().addAllEvents(batch).build());
+        metrics.reportEventsSent.add(batch.size());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (StatusRuntimeException e) {
+        // feedback is best effort: an engine that is down loses these events, scheduling is unaffected
+        metrics.reportFailures.increment();
+        metrics.reportEventsDropped.add(batch.size());
+      } finally {
+        batch.clear();
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    reporter.interrupt();
+    channel.shutdownNow();
+    try {
+      channel.awaitTermination(2, TimeUnit.SECONDS);
+      reporter.join(2000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

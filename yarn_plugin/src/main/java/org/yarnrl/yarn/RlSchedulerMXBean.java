@@ -1,0 +1,48 @@
+package org.yarnrl.yarn;
+
+/**
+ * What RlScheduler exposes over JMX (bean {@code Hadoop:service=ResourceManager,name=RlScheduler}).
+ *
+ * <p>A heartbeat is either decided by the engine or scheduled natively; every native heartbeat that was meant for
+ * the engine is a fallback, counted by its reason.
+ */
+public interface RlSchedulerMXBean {
+  String getEngineAddress();
+
+  /** CLOSED (engine used), OPEN (engine skipped until the open period ends), HALF_OPEN (next call probes it). */
+  String getBreakerState();
+
+  long getNodeUpdates();
+
+  long getEngineDecisions();
+
+  long getEngineContainers();
+
+  long getNativeHeartbeats();
+
+  long getNativeContainers();
+
+  long getFallbacks();
+
+  long getFallbacksTimeout();
+
+  long getFallbacksUnavailable();
+
+  long getFallbacksError();
+
+  long getFallbacksInvalidAnswer();
+
+  long getFallbacksBreakerOpen();
+
+  long getReportEventsSent();
+
+  long getReportEventsDropped();
+
+  long getReportFailures();
+
+  /** Mean time spent in the allocation part of a node update decided by the engine, in microseconds. */
+  double getMeanEngineNodeUpdateMicros();
+
+  /** Mean time spent in the allocation part of a node update scheduled natively, in microseconds. */
+  double getMeanNativeNodeUpdateMicros();
+}

@@ -1,0 +1,127 @@
+package org.yarnrl.yarn;
+
+import java.util.concurrent.atomic.LongAdder;
+
+/** Counters of one RlScheduler, read over JMX (see {@link RlSchedulerMXBean}) and by the tests. */
+public class RlSchedulerMetrics implements RlSchedulerMXBean {
+  volatile String engineAddress = "";
+  volatile String breakerState = "DISABLED";
+  final LongAdder nodeUpdates = new LongAdder();
+  final LongAdder engineDecisions = new LongAdder();
+  final LongAdder engineContainers = new LongAdder();
+  final LongAdder nativeHeartbeats = new LongAdder();
+  final LongAdder nativeContainers = new LongAdder();
+  final LongAdder fallbacksTimeout = new LongAdder();
+  final LongAdder fallbacksUnavailable = new LongAdder();
+  final LongAdder fallbacksError = new LongAdder();
+  final LongAdder fallbacksInvalidAnswer = new LongAdder();
+  final LongAdder fallbacksBreakerOpen = new LongAdder();
+  final LongAdder reportEventsSent = new LongAdder();
+  final LongAdder reportEventsDropped = new LongAdder();
+  final LongAdder reportFailures = new LongAdder();
+  final LongAdder engineNanos = new LongAdder();
+  final LongAdder nativeNanos = new LongAdder();
+
+  @Override
+  public String getEngineAddress() {
+    return engineAddress;
+  }
+
+  @Override
+  public String getBreakerState() {
+    return breakerState;
+  }
+
+  @Override
+  public long getNodeUpdates() {
+    return nodeUpdates.sum();
+  }
+
+  @Override
+  public long getEngineDecisions() {
+    return engineDecisions.sum();
+  }
+
+  @Override
+  public long getEngineContainers() {
+    return engineContainers.sum();
+  }
+
+  @Override
+  public long getNativeHeartbeats() {
+    return nativeHeartbeats.sum();
+  }
+
+  @Override
+  public long getNativeContainers() {
+    return nativeContainers.sum();
+  }
+
+  @Override
+  public long getFallbacks() {
+    return getFallbacksTimeout() + getFallbacksUnavailable() + getFallbacksError() + getFallbacksInvalidAnswer()
+        + getFallbacksBreakerOpen();
+  }
+
+  @Override
+  public long getFallbacksTimeout() {
+    return fallbacksTimeout.sum();
+  }
+
+  @Override
+  public long getFallbacksUnavailable() {
+    return fallbacksUnavailable.sum();
+  }
+
+  @Override
+  public long getFallbacksError() {
+    return fallbacksError.sum();
+  }
+
+  @Override
+  public long getFallbacksInvalidAnswer() {
+    return fallbacksInvalidAnswer.sum();
+  }
+
+  @Override
+  public long getFallbacksBreakerOpen() {
+    return fallbacksBreakerOpen.sum();
+  }
+
+  @Override
+  public long getReportEventsSent() {
+    return reportEventsSent.sum();
+  }
+
+  @Override
+  public long getReportEventsDropped() {
+    return reportEventsDropped.sum();
+  }
+
+  @Override
+  public long getReportFailures() {
+    return reportFailures.sum();
+  }
+
+  @Override
+  public double getMeanEngineNodeUpdateMicros() {
+    long n = engineDecisions.sum();
+    return n == 0 ? 0.0 : engineNanos.sum() / 1000.0 / n;
+  }
+
+  @Override
+  public double getMeanNativeNodeUpdateMicros() {
+    long n = nativeHeartbeats.sum();
+    return n == 0 ? 0.0 : nativeNanos.sum() / 1000.0 / n;
+  }
+
+  @Override
+  public String toString() {
+    return "nodeUpdates=" + getNodeUpdates() + " engineDecisions=" + getEngineDecisions() + " engineContainers="
+        + getEngineContainers() + " nativeHeartbeats=" + getNativeHeartbeats() + " nativeContainers="
+        + getNativeContainers() + " fallbacks=" + getFallbacks() + " (timeout=" + getFallbacksTimeout()
+        + " unavailable=" + getFallbacksUnavailable() + " error=" + getFallbacksError() + " invalid="
+        + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + ") reportEventsSent="
+        + getReportEventsSent() + " breaker=" + getBreakerState();
+  }
+}

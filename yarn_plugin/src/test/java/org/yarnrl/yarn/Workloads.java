@@ -1,0 +1,122 @@
+package org.yarnrl.yarn;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.examples.RandomTextWriter;
+import org.apache.hadoop.examples.WordCount;
+import org.apache.hadoop.examples.terasort.TeraGen;
+import org.apache.hadoop.examples.terasort.TeraSort;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.io.IntWritable;
+import org.apache.hadoop.io.Text;
+import org.apache.hadoop.mapreduce.Counters;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.JobCounter;
+import org.apache.hadoop.mapreduce.MRJobConfig;
+import org.apache.hadoop.mapreduce.SleepJob;
+import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
+import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
+import org.apache.hadoop.util.Tool;
+import org.apache.hadoop.util.ToolRunner;
+
+/**
+ * HiBench's micro workloads at its "tiny" size, as real MapReduce jobs: RandomTextWriter + WordCount (32,000 bytes)
+ * and TeraGen + TeraSort (32,000 rows), plus SleepJob for timing-controlled runs.
+ */
+final class Workloads {
+  static final long WORDCOUNT_TINY_BYTES = 32_000;
+  static final long TERASORT_TINY_ROWS = 32_000;
+  static final int MAPS = 4;
+
+  private Workloads() {}
+
+  /** One finished job: wall time and the MapReduce locality counters. */
+  static final class Result {
+    final String name;
+    final boolean succeeded;
+    final double seconds;
+    final Map<String, Long> counters = new LinkedHashMap<>();
+
+    Result(String name, boolean succeeded, double seconds) {
+      this.name = name;
+      this.succeeded = succeeded;
+      this.seconds = seconds;
+    }
+
+    long counter(JobCounter c) {
+      return counters.getOrDefault(c.name(), 0L);
+    }
+
+    @Override
+    public String toString() {
+      return name + ": succeeded=" + succeeded + " seconds=" + String.format("%.1f", seconds) + " " + counters;
+    }
+  }
+
+  static Result finish(String name, Job job, long startNanos) throws Exception {
+    boolean ok = job.waitForCompletion(false);
+    Result r = new Result(name, ok, (System.nanoTime() - startNanos) / 1e9);
+    Counters counters = job.getCounters();
+    if (counters != null) {
+      for (JobCounter c : new JobCounter[] {JobCounter.TOTAL_LAUNCHED_MAPS, JobCounter.DATA_LOCAL_MAPS,
+          JobCounter.RACK_LOCAL_MAPS, JobCounter.OTHER_LOCAL_MAPS, JobCounter.TOTAL_LAUNCHED_REDUCES}) {
+        r.counters.put(c.name(), counters.findCounter(c).getValue());
+      }
+    }
+    return r;
+  }
+
+  private static Result tool(String name, Tool tool, Configuration conf, String... args) throws Exception {
+    long start = System.nanoTime();
+    int rc = ToolRunner.run(conf, tool, args);
+    return new Result(name, rc == 0, (System.nanoTime() - start) / 1e9);
+  }
+
+  /** RandomTextWriter: MAPS files of random text, WORDCOUNT_TINY_BYTES in all. */
+  static Result randomTextWriter(Configuration base, Path out) throws Exception {
+    Configuration conf = new Configuration(base);
+    conf.setLong("mapreduce.randomtextwriter.totalbytes", WORDCOUNT_TINY_BYTES);
+    conf.setLong("mapreduce.randomtextwriter.bytespermap", WORDCOUNT_TINY_BYTES / MAPS);
+    return tool("randomtextwriter", new RandomTextWriter(), conf, out.toString());
+  }
+
+  /** WordCount (WordCount.main calls System.exit, so the job is built from its mapper and reducer). */
+  static Result wordCount(Configuration base, Path in, Path out, String tags) throws Exception {
+    Configuration conf = new Configuration(base);
+    if (tags != null) {
+      conf.set(MRJobConfig.JOB_TAGS, tags);
+    }
+    Job job = Job.getInstance(conf, "wordcount");
+    job.setJarByClass(WordCount.class);
+    job.setMapperClass(WordCount.TokenizerMapper.class);
+    job.setCombinerClass(WordCount.IntSumReducer.class);
+    job.setReducerClass(WordCount.IntSumReducer.class);
+    job.setOutputKeyClass(Text.class);
+    job.setOutputValueClass(IntWritable.class);
+    FileInputFormat.addInputPath(job, in);
+    FileOutputFormat.setOutputPath(job, out);
+    return finish("wordcount", job, System.nanoTime());
+  }
+
+  static Result teraGen(Configuration base, Path out) throws Exception {
+    Configuration conf = new Configuration(base);
+    conf.setInt(MRJobConfig.NUM_MAPS, MAPS);
+    return tool("teragen", new TeraGen(), conf, Long.toString(TERASORT_TINY_ROWS), out.toString());
+  }
+
+  static Result teraSort(Configuration base, Path in, Path out) throws Exception {
+    return tool("terasort", new TeraSort(), new Configuration(base), in.toString(), out.toString());
+  }
+
+  /** A SleepJob, submitted but not awaited. */
+  static Job submitSleep(Configuration base, int maps, long mapMillis, int mapMemoryMb) throws Exception {
+    Configuration conf = new Configuration(base);
+    conf.setInt(MRJobConfig.MAP_MEMORY_MB, mapMemoryMb);
+    SleepJob sleep = new SleepJob();
+    sleep.setConf(conf);
+    Job job = sleep.createJob(maps, 1, mapMillis, 1, 100, 1);
+    job.submit();
+    return job;
+  }
+}
