@@ -93,7 +93,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
                 grace_s: float = 5.0, ready: asyncio.Event | None = None, engine: Engine | None = None) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled)."""
     metrics = EngineMetrics()
-    engine = engine or Engine(policy, metrics)
+    if engine is None:
+        engine = Engine(policy, metrics)
+        engine.attach_learner()
     engine.metrics = metrics
     server = grpc.aio.server(options=[
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -137,3 +139,4 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     finally:
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace_s)
+        engine.close()
