@@ -290,6 +290,7 @@ class ClqlmrsLearner:
         self.alpha, self.gamma = float(alpha), float(gamma)
         self.schedule = schedule or EpsilonSchedule(policy.epsilon)
         self.episodes = int(episodes_done)
+        self._episode0 = self.episodes  # ε follows the schedule from the start of this run
         self.updates = 0
         self.jobs: OrderedDict[str, _Job] = OrderedDict()
         self.finished_rewards: deque[float] = deque(maxlen=1000)
@@ -298,6 +299,14 @@ class ClqlmrsLearner:
         self._seen_containers: OrderedDict[str, None] = OrderedDict()
         self._last_save = time.monotonic()
         self.saves = 0
+        # Online an episode is one finished job; offline training sets this False and ends episodes itself.
+        self.episode_per_job = True
+
+    def describe(self) -> str:
+        where = f"saved to {self.save_to} every {self.save_every_s:g} s and on shutdown" if self.save_to else \
+            "kept in memory only (set save_to=PATH to persist it)"
+        return (f"learning online (SARSA alpha={self.alpha:g} gamma={self.gamma:g} epsilon={self.policy.epsilon:g}); "
+                f"Q-table {where}")
 
     # ------------------------------------------------------------ wiring
 
@@ -406,7 +415,8 @@ class ClqlmrsLearner:
             self.finished_rewards.append(job.reward)
         for key in [k for k in self._open if k[0] == app]:
             del self._open[key]
-        self.end_episode()
+        if self.episode_per_job:
+            self.end_episode()
 
     def _flush(self, chain: deque) -> None:
         """Terminal updates: the job has no more steps."""
@@ -423,7 +433,7 @@ class ClqlmrsLearner:
     def end_episode(self) -> None:
         """One episode done (a finished job online, an emulator episode offline): advance the ε schedule."""
         self.episodes += 1
-        self.policy.epsilon = self.schedule.value(self.episodes)
+        self.policy.epsilon = self.schedule.value(self.episodes - self._episode0)
 
     def end_of_run(self) -> None:
         """Offline: the emulator episode is over; close every open trajectory (paper mode's one included)."""

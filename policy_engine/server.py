@@ -116,6 +116,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
 
         start_http_server(metrics_port, addr=host if ":" not in host else "::", registry=metrics.registry)
     await server.start()
+    if engine.learner is not None and hasattr(engine.learner, "describe"):
+        print(f"policy-engine: {engine.learner.describe()}", flush=True)
     for svc in ("", SERVICE_NAME):
         await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
     log.info("policy %s serving yarnrl.v1 on %s:%d%s", policy.name, host, bound,

@@ -10,8 +10,8 @@ Options (`policy-engine serve --policy clqlmrs --set KEY=VALUE`):
   mode=abstract|paper   table encoding (default abstract; a loaded model fixes it)
   learn=true|false      learn online from Report feedback while serving (default true); false freezes the table
                         and turns exploration off
-  save_to=PATH          where the learned table is persisted (default: the --model file); loaded on start when it
-                        exists, so a restarted engine resumes
+  save_to=PATH          where the learned table is persisted (default: nowhere, in memory only; never over the
+                        --model file); loaded on start when it exists, so a restarted engine resumes
   save_every_s=30       seconds between periodic saves (also saved on shutdown)
   epsilon=0.05          exploration while learning online (decayed x epsilon_decay every decay_every finished jobs)
   alpha=0.1 gamma=0.95 epsilon_decay=0.999 decay_every=10   the paper's SARSA settings
@@ -104,9 +104,11 @@ class ClqlmrsPolicy(Policy):
         self.save_every_s = _as_float("save_every_s", save_every_s, 0.0, 1e9)
         self.wait_cost = _as_float("wait_cost", wait_cost, 0.0, 1e3)
         self.seed = int(_as_float("seed", seed, 0, 2 ** 63 - 1))
-        self.save_to = Path(save_to) if save_to else (Path(model) if model else None)
-        source = Path(model) if model else (self.save_to if self.save_to is not None and self.save_to.exists()
-                                            else None)
+        # The learned table goes to save_to, never over the --model artifact; a save_to that exists is what a
+        # restarted engine resumes from (it wins over --model, which is only the starting point).
+        self.save_to = Path(save_to) if save_to else None
+        source = self.save_to if self.save_to is not None and self.save_to.exists() else (
+            Path(model) if model else None)
         meta: dict[str, Any] = {}
         if source is not None:
             from policy_engine.artifact import load_artifact
@@ -142,7 +144,8 @@ class ClqlmrsPolicy(Policy):
             return None
         return ClqlmrsLearner(self, save_to=self.save_to, save_every_s=self.save_every_s, alpha=self.alpha,
                               gamma=self.gamma,
-                              schedule=EpsilonSchedule(self.epsilon, self.epsilon_decay, self.decay_every))
+                              schedule=EpsilonSchedule(self.epsilon, self.epsilon_decay, self.decay_every),
+                              episodes_done=self.episodes_done)
 
     def save(self, path: str | Path, meta: dict[str, Any]) -> str:
         return self.table.save(path, POLICY_NAME, {"encoding": self.encoding.describe(), "wait_cost": self.wait_cost,
