@@ -1,0 +1,1 @@
+"""Featurisers: stable numeric views of observations shared by learners, environments and learned policies."""
