@@ -46,16 +46,20 @@ import time
 import zlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from policy_engine.features.locality import REWARD, ReadLocality, cached_fraction, read_locality
+from policy_engine.features.locality import candidate_state as features_candidate_state
 from policy_engine.locality import AskOnNode
 from policy_engine.proto import pb
 from policy_engine.qlearning import EpsilonSchedule, sarsa_update
 from policy_engine.types import Ask, Locality, Node, ScheduleObservation
+
+__all__ = ["LocalityState", "REWARD_WEIGHTS", "cached_fraction", "read_locality", "locality_reward", "placement",
+           "ClqlmrsLearner"]
 
 if TYPE_CHECKING:
     from policy_engine.engine import Engine
@@ -68,16 +72,9 @@ ALPHA, GAMMA = 0.1, 0.95
 EPSILON, EPSILON_DECAY, DECAY_EVERY = 1.0, 0.999, 10
 
 
-class LocalityState(IntEnum):
-    CL = 0
-    DL = 1
-    CRL = 2
-    DRL = 3
-    NO = 4
-
-
-# Table 2 of the paper.
-REWARD_WEIGHTS = np.array([1.0, 0.5, -0.25, -0.5, -1.0])
+# The five states and Table 2's weights are shared with the emulator, ACL and the gymnasium environment.
+LocalityState = ReadLocality
+REWARD_WEIGHTS = REWARD
 LOCAL_STATES = (LocalityState.CL, LocalityState.DL)
 
 
@@ -109,53 +106,20 @@ def has_locality_preference(ask: Ask) -> bool:
     return any(lr.resource_name != "*" for lr in ask.locality)
 
 
-def cached_fraction(ask: Ask) -> float:
-    blocks = ask.job.input_blocks if ask.job is not None else ()
-    if not blocks:
-        return 0.0
-    return sum(1 for b in blocks if b.cached_hosts) / len(blocks)
-
-
-def rack_has_cached_replica(ask: Ask, node: Node) -> bool:
-    """Whether some block of the job has a cached replica on another node of this node's rack."""
-    if ask.job is None:
-        return False
-    for b in ask.job.input_blocks:
-        if not b.cached_hosts or not b.racks:
-            continue
-        rack_of = dict(zip(b.hosts, b.racks))
-        if any(rack_of.get(h) == node.rack for h in b.cached_hosts):
-            return True
-    return False
-
-
-def candidate_state(view: AskOnNode, node: Node) -> tuple[LocalityState, Locality] | None:
-    """The paper's state of launching one more container of this ask on this node now, and the protocol level
-    (None when the ask cannot be placed on the node at any level)."""
+def placement(view: AskOnNode, node: Node) -> tuple[LocalityState, Locality] | None:
+    """The paper's state of launching one more container of this ask on this node now (the ApplicationMaster runs
+    its best-placed pending task there) and the protocol level YARN's counts allow; None when nothing can go."""
     level = next(iter(view.best_levels()), None)
     if level is None:
         return None
-    if level == Locality.CACHE_LOCAL:
-        return LocalityState.CL, level
-    if level == Locality.NODE_LOCAL:
-        return LocalityState.DL, level
+    best = features_candidate_state(view.ask, node)
+    if level in (Locality.CACHE_LOCAL, Locality.NODE_LOCAL):
+        if best in LOCAL_STATES:
+            return best, level
+        return (LocalityState.CL if level == Locality.CACHE_LOCAL else LocalityState.DL), level
     if level == Locality.RACK_LOCAL:
-        return (LocalityState.CRL if rack_has_cached_replica(view.ask, node) else LocalityState.DRL), level
+        return (best if best in (LocalityState.CRL, LocalityState.DRL) else LocalityState.DRL), level
     return LocalityState.NO, level
-
-
-def task_state(block, node: Node) -> LocalityState:
-    """The paper's state of running the task that reads `block` on `node` (paper mode's per-task view)."""
-    if node.host in block.cached_hosts or node.node_id in block.cached_hosts:
-        return LocalityState.CL
-    if node.host in block.hosts or node.node_id in block.hosts:
-        return LocalityState.DL
-    rack_of = dict(zip(block.hosts, block.racks))
-    if any(rack_of.get(h) == node.rack for h in block.cached_hosts):
-        return LocalityState.CRL
-    if node.rack and node.rack in block.racks:
-        return LocalityState.DRL
-    return LocalityState.NO
 
 
 # ---------------------------------------------------------------------------------------------- encodings

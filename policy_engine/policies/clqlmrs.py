@@ -42,12 +42,11 @@ from policy_engine.clqlmrs import (
     PaperEncoding,
     Step,
     cached_fraction,
-    candidate_state,
     has_locality_preference,
     make_encoding,
-    rack_has_cached_replica,
+    placement,
+    read_locality,
     rng_for,
-    task_state,
 )
 from policy_engine.locality import AskOnNode
 from policy_engine.policies.fifo import fifo_order
@@ -81,7 +80,6 @@ class _Candidate:
     ask: Any
     view: AskOnNode
     cached: float
-    rack_cached: bool
     n_tasks: int
 
 
@@ -171,8 +169,7 @@ class ClqlmrsPolicy(Policy):
             view = AskOnNode(ask, node)
             if has_locality_preference(ask):
                 n_tasks = max(len(ask.job.input_blocks) if ask.job is not None else 0, ask.num_containers)
-                learned.append(_Candidate(ask, view, cached_fraction(ask), rack_has_cached_replica(ask, node),
-                                          n_tasks))
+                learned.append(_Candidate(ask, view, cached_fraction(ask), n_tasks))
                 continue
             for level in tuple(view.best_levels()):  # no input to be local to: FIFO's placement
                 n = min(view.available(level), ask.resource.max_copies_in(free))
@@ -198,7 +195,7 @@ class ClqlmrsPolicy(Policy):
                 if not c.ask.resource.fits_in(free):
                     decided.pop(i, None)
                     continue
-                cs = candidate_state(c.view, node)
+                cs = placement(c.view, node)
                 if cs is None:
                     decided.pop(i, None)
                     continue
@@ -219,12 +216,13 @@ class ClqlmrsPolicy(Policy):
             c.view.take(level, 1)
             free = free.minus(c.ask.resource, 1)
             _add(out, c.ask.ask_id, level, 1)
-            steps.append(Step(c.ask.application_id, node.node_id, s, PLACE, state, c.rack_cached, c.n_tasks))
+            steps.append(Step(c.ask.application_id, node.node_id, s, PLACE, state, state == LocalityState.CRL,
+                              c.n_tasks))
         for i, (s, a, state, _) in decided.items():
             if a == WAIT:
                 c = learned[i]
-                steps.append(Step(c.ask.application_id, node.node_id, s, WAIT, state, c.rack_cached, c.n_tasks,
-                                  place=False))
+                steps.append(Step(c.ask.application_id, node.node_id, s, WAIT, state, state == LocalityState.CRL,
+                                  c.n_tasks, place=False))
         return steps
 
     def _paper(self, obs, learned, free, out, rng) -> list[Step]:
@@ -240,20 +238,20 @@ class ClqlmrsPolicy(Policy):
                     continue
                 blocks = c.ask.job.input_blocks[:enc.max_tasks] if c.ask.job is not None else ()
                 if not blocks:
-                    cs = candidate_state(c.view, node)
+                    cs = placement(c.view, node)
                     if cs is not None:
                         cands.append((c, 0, cs[0], cs[1], ci))
                     continue
                 for ti, b in enumerate(blocks):
                     if (ci, ti) in taken:
                         continue
-                    st = task_state(b, node)
+                    st = read_locality(b, node)
                     level = (c.view.node_level if st in (LocalityState.CL, LocalityState.DL) else
                              Locality.RACK_LOCAL if st in (LocalityState.CRL, LocalityState.DRL) else
                              Locality.OFF_SWITCH)
                     if c.view.available(level) <= 0:
                         # YARN's counts say no pending task wants this level here; fall back to the best level
-                        cs = candidate_state(c.view, node)
+                        cs = placement(c.view, node)
                         if cs is None:
                             continue
                         st, level = cs
@@ -270,8 +268,8 @@ class ClqlmrsPolicy(Policy):
             c.view.take(level, 1)
             free = free.minus(c.ask.resource, 1)
             _add(out, c.ask.ask_id, level, 1)
-            steps.append(Step(c.ask.application_id, node.node_id, s, enc.action(ti, node), st, c.rack_cached,
-                              c.n_tasks))
+            steps.append(Step(c.ask.application_id, node.node_id, s, enc.action(ti, node), st,
+                              st == LocalityState.CRL, c.n_tasks))
             s = int(st)
         return steps
 
