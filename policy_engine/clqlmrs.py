@@ -169,23 +169,25 @@ class AbstractEncoding:
 class PaperEncoding:
     """State = previous launch's locality state; action = (task index, node) hashed into max_tasks x max_nodes."""
 
-    max_tasks: int = 256
-    max_nodes: int = 64
+    max_tasks: int = 1024
+    max_nodes: int = 32
     mode: str = "paper"
 
     @property
     def shape(self) -> tuple[int, int]:
         return len(LocalityState), self.max_tasks * self.max_nodes
 
-    def action(self, task_index: int, node: Node) -> int:
-        # crc32, not hash(): stable across processes, so a saved table means the same thing after a restart.
-        return (task_index % self.max_tasks) * self.max_nodes + zlib.crc32(node.host.encode()) % self.max_nodes
+    def action(self, task: int | str, node: Node) -> int:
+        """Task T_i is its block id when known (stable while other tasks finish), else its input position.
+        crc32, not hash(): stable across processes, so a saved table means the same after a restart."""
+        slot = zlib.crc32(task.encode()) if isinstance(task, str) else task
+        return (slot % self.max_tasks) * self.max_nodes + zlib.crc32(node.host.encode()) % self.max_nodes
 
     def describe(self) -> dict[str, Any]:
         return {"mode": self.mode, "max_tasks": self.max_tasks, "max_nodes": self.max_nodes}
 
 
-def make_encoding(mode: str, max_tasks: int = 256, max_nodes: int = 64) -> AbstractEncoding | PaperEncoding:
+def make_encoding(mode: str, max_tasks: int = 1024, max_nodes: int = 32) -> AbstractEncoding | PaperEncoding:
     if mode == "abstract":
         return AbstractEncoding()
     if mode == "paper":

@@ -132,10 +132,10 @@ def test_paper_mode_chooses_task_node_pairs_by_q_value():
     obs = observe(node("n1", free_gb=1), [job])
     # Zero table: first pending task (block 0, off this rack -> the best level YARN's counts allow here).
     (step,) = policy.trace(obs)
-    assert step.action == policy.encoding.action(0, obs.node) and step.state == NO
-    policy.table.q[NO, policy.encoding.action(1, obs.node)] = 1.0
+    assert step.action == policy.encoding.action("app1-blk0", obs.node) and step.state == NO
+    policy.table.q[NO, policy.encoding.action("app1-blk1", obs.node)] = 1.0
     (step,) = policy.trace(obs)
-    assert step.action == policy.encoding.action(1, obs.node) and step.predicted == LocalityState.CL
+    assert step.action == policy.encoding.action("app1-blk1", obs.node) and step.predicted == LocalityState.CL
     assert policy.schedule(obs).assignments[0].locality == Locality.CACHE_LOCAL
 
 

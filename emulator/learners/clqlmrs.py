@@ -43,8 +43,8 @@ def _config(options: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown clqlmrs option(s) {sorted(unknown)}; valid: {sorted(known)}")
     cfg = {"mode": "abstract", "alpha": 0.1, "gamma": 0.95, "epsilon": 1.0, "epsilon_decay": 0.999,
-           "decay_every": 10, "wait_cost": 0.01, "eval_every": 0, "eval_episodes": 3, "max_tasks": 256,
-           "max_nodes": 64}
+           "decay_every": 10, "wait_cost": 0.01, "eval_every": 0, "eval_episodes": 3, "max_tasks": 1024,
+           "max_nodes": 32}
     cfg.update(options)
     return cfg
 
@@ -52,8 +52,8 @@ def _config(options: dict[str, Any]) -> dict[str, Any]:
 def evaluate(scenario: Scenario, policy: ClqlmrsPolicy, seeds: list[int]) -> dict[str, float]:
     """Mean metrics of the greedy, frozen copy of `policy` on `seeds`."""
     frozen = ClqlmrsPolicy(mode=policy.encoding.mode, learn=False, wait_cost=policy.wait_cost,
-                           max_tasks=getattr(policy.encoding, "max_tasks", 256),
-                           max_nodes=getattr(policy.encoding, "max_nodes", 64))
+                           max_tasks=getattr(policy.encoding, "max_tasks", 1024),
+                           max_nodes=getattr(policy.encoding, "max_nodes", 32))
     frozen.table = policy.table.copy()
     with InProcessDriver(frozen) as driver:
         runs = [scenario.run_episode(driver, s) for s in seeds]

@@ -92,8 +92,8 @@ class ClqlmrsPolicy(Policy):
     def __init__(self, model: str | Path | None = None, mode: str | None = None, learn: Any = True,
                  save_to: str | Path | None = None, save_every_s: Any = 30.0, epsilon: Any = None,
                  alpha: Any = ALPHA, gamma: Any = GAMMA, epsilon_decay: Any = EPSILON_DECAY,
-                 decay_every: Any = DECAY_EVERY, wait_cost: Any = 0.01, seed: Any = 0, max_tasks: Any = 256,
-                 max_nodes: Any = 64):
+                 decay_every: Any = DECAY_EVERY, wait_cost: Any = 0.01, seed: Any = 0, max_tasks: Any = 1024,
+                 max_nodes: Any = 32):
         self.learn = _as_bool("learn", learn)
         self.alpha = _as_float("alpha", alpha, 1e-9, 1.0)
         self.gamma = _as_float("gamma", gamma, 0.0, 1.0)
@@ -242,7 +242,8 @@ class ClqlmrsPolicy(Policy):
                     if cs is not None:
                         cands.append((c, 0, cs[0], cs[1], ci))
                     continue
-                for ti, b in enumerate(blocks):
+                for bi, b in enumerate(blocks):
+                    ti = b.block_id or bi
                     if (ci, ti) in taken:
                         continue
                     st = read_locality(b, node)
