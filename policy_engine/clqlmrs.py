@@ -51,15 +51,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from policy_engine.features.locality import REWARD, ReadLocality, cached_fraction, read_locality
+from policy_engine.features.locality import REWARD, ReadLocality, cached_fraction, read_locality, state_counts
 from policy_engine.features.locality import candidate_state as features_candidate_state
 from policy_engine.locality import AskOnNode
 from policy_engine.proto import pb
 from policy_engine.qlearning import EpsilonSchedule, sarsa_update
 from policy_engine.types import Ask, Locality, Node, ScheduleObservation
 
-__all__ = ["LocalityState", "REWARD_WEIGHTS", "cached_fraction", "read_locality", "locality_reward", "placement",
-           "ClqlmrsLearner"]
+__all__ = ["LocalityState", "REWARD_WEIGHTS", "cached_fraction", "read_locality", "state_counts", "locality_reward",
+           "placement", "ClqlmrsLearner"]
 
 if TYPE_CHECKING:
     from policy_engine.engine import Engine
@@ -106,13 +106,18 @@ def has_locality_preference(ask: Ask) -> bool:
     return any(lr.resource_name != "*" for lr in ask.locality)
 
 
-def placement(view: AskOnNode, node: Node) -> tuple[LocalityState, Locality] | None:
-    """The paper's state of launching one more container of this ask on this node now (the ApplicationMaster runs
-    its best-placed pending task there) and the protocol level YARN's counts allow; None when nothing can go."""
+def placement(view: AskOnNode, node: Node, counts: np.ndarray | None = None) -> tuple[LocalityState, Locality] | None:
+    """The paper's state of launching one more container of this ask on this node now and the protocol level YARN's
+    counts allow; None when nothing can go. The ApplicationMaster runs its best-placed pending task on the
+    container, so the state is the best one left in `counts` (state_counts of the ask's pending blocks on this
+    node, minus what this heartbeat already launched)."""
     level = next(iter(view.best_levels()), None)
     if level is None:
         return None
-    best = features_candidate_state(view.ask, node)
+    if counts is not None and counts.any():
+        best = LocalityState(int(np.flatnonzero(counts)[0]))
+    else:
+        best = features_candidate_state(view.ask, node)
     if level in (Locality.CACHE_LOCAL, Locality.NODE_LOCAL):
         if best in LOCAL_STATES:
             return best, level

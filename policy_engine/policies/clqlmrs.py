@@ -47,6 +47,7 @@ from policy_engine.clqlmrs import (
     placement,
     read_locality,
     rng_for,
+    state_counts,
 )
 from policy_engine.locality import AskOnNode
 from policy_engine.policies.fifo import fifo_order
@@ -81,6 +82,7 @@ class _Candidate:
     view: AskOnNode
     cached: float
     n_tasks: int
+    counts: np.ndarray  # the job's pending blocks on this node by state, minus those launched this heartbeat
 
 
 @register(POLICY_NAME, "CLQLMRS: SARSA Q-learning on cache / data / rack locality per heartbeat, learns online "
@@ -169,7 +171,7 @@ class ClqlmrsPolicy(Policy):
             view = AskOnNode(ask, node)
             if has_locality_preference(ask):
                 n_tasks = max(len(ask.job.input_blocks) if ask.job is not None else 0, ask.num_containers)
-                learned.append(_Candidate(ask, view, cached_fraction(ask), n_tasks))
+                learned.append(_Candidate(ask, view, cached_fraction(ask), n_tasks, state_counts(ask, node)))
                 continue
             for level in tuple(view.best_levels()):  # no input to be local to: FIFO's placement
                 n = min(view.available(level), ask.resource.max_copies_in(free))
@@ -195,7 +197,7 @@ class ClqlmrsPolicy(Policy):
                 if not c.ask.resource.fits_in(free):
                     decided.pop(i, None)
                     continue
-                cs = placement(c.view, node)
+                cs = placement(c.view, node, c.counts)
                 if cs is None:
                     decided.pop(i, None)
                     continue
@@ -213,6 +215,8 @@ class ClqlmrsPolicy(Policy):
                 break
             c = learned[best]
             s, _, state, level = decided.pop(best)
+            if c.counts[state] > 0:
+                c.counts[state] -= 1
             c.view.take(level, 1)
             free = free.minus(c.ask.resource, 1)
             _add(out, c.ask.ask_id, level, 1)
