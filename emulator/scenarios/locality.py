@@ -3,12 +3,13 @@
 Every node heartbeat on which something could be placed is one `Schedule` call; every container start and
 finish and every job completion goes back through `Report`. Parameters (`--param KEY=VALUE`):
 
-  cache_gb        total centralized cache of the cluster, GB (seed 001: 2, 4, 6, 8)          default 4
+  cache_gb        total centralized cache of the cluster, GB (seed 001: 2, 4, 6, 8)          default 2
   block_mb        HDFS block size, MB (64, 128, 256)                                        default 128
-  maps            map tasks = input blocks of `block_mb` (seed 001: 10 to 100)              default 50
+  maps            map tasks = input blocks of `block_mb` (seed 001: 10 to 100)              default 10
   size            HiBench input size instead of `maps`: tiny, small or large                 default none
-  jobs            jobs per episode, all reading the same input                              default 1
-  interarrival_s  seconds between job submissions                                            default 0
+  jobs            jobs per episode (FIFO order), all reading the same input                 default 4
+  interarrival_s  seconds between job submissions                                            default 5
+  am_heartbeat_ms the AM's allocate interval; 0 = asks always current                        default 1000
   reduces         reducers per job                                                           default: per app
   am_cache_aware  the ApplicationMaster prefers a cached block on the node it gets           default true
   heartbeat_ms    NodeManager heartbeat interval                                             default 1000

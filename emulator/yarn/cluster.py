@@ -7,7 +7,12 @@ What is modelled, and how it maps onto YARN:
   * One ApplicationMaster per job, asking as MapReduce's RMContainerAllocator does: every pending map task adds
     one container to the ask of each host holding a replica of its block, one to each of those hosts' racks
     (once per rack) and one to ANY, all at priority 20; reduces ask ANY at priority 10 once `slowstart` of the
-    maps are done. The asks are rebuilt from the AM's pending tasks, as the AM's next allocate call would.
+    maps are done. The AM sends its asks on its own allocate heartbeat (`am_heartbeat_ms`, MapReduce's
+    yarn.app.mapreduce.am.scheduler.heartbeat.interval-ms); in between, the ResourceManager's copy is only
+    decremented per allocation as AppSchedulingInfo does (node-local: host, rack and ANY; rack-local: rack and
+    ANY; off-switch: ANY). So the host counts of a map's other replica hosts stay stale until the next allocate
+    call, and a container the scheduler placed "node-local" can find no local map left: a real source of lost
+    locality in YARN. am_heartbeat_ms=0 makes the AM update its asks at once.
   * When a container lands on a node, the AM runs there its pending map whose block is best placed for that node
     (cached, disk, cached-in-rack, disk-in-rack, anywhere; ties by task number, MapReduce's request order).
     `am_cache_aware=False` gives stock MapReduce, which does not know about the cache (cache-local only by luck).
@@ -38,6 +43,7 @@ from policy_engine.types import (
     Container,
     JobCategory,
     JobMetadata,
+    Locality,
     LocalityRequest,
     Node,
     Resource,
@@ -75,23 +81,26 @@ class ClusterConfig:
 class WorkloadConfig:
     """Jobs of one HiBench application, all reading one input file (as repeated HiBench runs do).
 
+    The default is a short HiBench session: four runs of a 10-map job over the same input, 5 s apart.
+
     Input: `maps` blocks of `block_mb` each, or, when `size` (tiny/small/large) is given, HiBench's input size for
     the application split into blocks of `block_mb` (maps = ceil(size / block)). `cache_gb` is the cluster's total
     centralized cache, split evenly into per-DataNode limits.
     """
 
     app: str = "wordcount"
-    maps: int = 50
+    maps: int = 10
     size: str | None = None
     block_mb: int = 128
-    cache_gb: float = 4.0
+    cache_gb: float = 2.0
     reduces: int | None = None
-    jobs: int = 1
-    interarrival_s: float = 0.0
+    jobs: int = 4
+    interarrival_s: float = 5.0
     map_memory_mb: int = 1024
     reduce_memory_mb: int = 1024
     slowstart: float = 1.0
     am_cache_aware: bool = True
+    am_heartbeat_ms: int = 1000
     replication: int = 3
 
     def __post_init__(self):
@@ -113,6 +122,8 @@ class WorkloadConfig:
             raise ValueError("interarrival_s must be >= 0 and slowstart in [0, 1]")
         if self.map_memory_mb <= 0 or self.reduce_memory_mb <= 0:
             raise ValueError("container memory must be positive")
+        if self.am_heartbeat_ms < 0:
+            raise ValueError(f"am_heartbeat_ms must be >= 0, got {self.am_heartbeat_ms}")
 
     @property
     def profile(self) -> AppProfile:
@@ -143,6 +154,13 @@ class _Job:
     pending: np.ndarray                     # (maps,) bool: map task not yet started
     map_noise: np.ndarray                   # (maps,) run-time factors
     reduce_noise: np.ndarray                # (reduces,)
+    am_phase_ms: int = 0                    # offset of the AM's allocate heartbeats from submission
+    am_synced_ms: int = -1                  # time of the last allocate call the RM has applied
+    rm_hosts: np.ndarray | None = None      # the RM's copy of the map ask: per-host counts,
+    rm_racks: np.ndarray | None = None      # per-rack counts,
+    rm_any: int = 0                         # and the ANY count,
+    rm_blocks: tuple = ()                   # with the blocks the NameNode reported for the pending maps then
+    rm_reduces: int = 0                     # the RM's count of the reduce ask
     active: bool = False
     maps_running: int = 0
     maps_done: int = 0
@@ -232,6 +250,7 @@ class YarnSimulation:
                 num_reduces=reduces, pending=np.ones(maps, dtype=bool),
                 map_noise=task_rng.lognormal(0.0, RUNTIME_NOISE_SIGMA, size=maps),
                 reduce_noise=task_rng.lognormal(0.0, RUNTIME_NOISE_SIGMA, size=max(reduces, 1)),
+                am_phase_ms=int(phase_rng.integers(0, max(workload.am_heartbeat_ms, 1))),
             ))
         self._next_submit = 0
         self._by_ask: dict[str, tuple[_Job, bool]] = {}
@@ -326,7 +345,7 @@ class YarnSimulation:
         return job.maps_done >= math.ceil(self.workload.slowstart * job.num_maps) and job.pending_reduces > 0
 
     def placeable(self, node: int | None = None) -> bool:
-        """Whether some pending ask fits the node's unallocated resources now."""
+        """Whether some ask the ResourceManager holds fits the node's unallocated resources now."""
         node = self.node if node is None else node
         if self.free_vcores[node] <= 0:
             return False
@@ -335,39 +354,58 @@ class YarnSimulation:
         for job in self.jobs:
             if not job.active:
                 continue
-            if job.pending_maps > 0 and w.map_memory_mb <= mem:
+            self._sync_am(job)
+            if job.rm_any > 0 and w.map_memory_mb <= mem:
                 return True
-            if w.reduce_memory_mb <= mem and self._reduces_requested(job):
+            if job.rm_reduces > 0 and w.reduce_memory_mb <= mem:
                 return True
         return False
 
+    def _am_allocate(self, job: _Job) -> None:
+        """The AM's allocate call: the RM's asks become the AM's pending tasks again."""
+        topo = self.topology
+        pend = np.flatnonzero(job.pending)
+        reps = self.input.replicas[pend]
+        job.rm_hosts = np.bincount(reps.ravel(), minlength=topo.num_nodes)
+        rep_racks = topo.rack_of[reps]
+        job.rm_racks = np.array([int((rep_racks == r).any(axis=1).sum()) for r in range(len(topo.racks))])
+        job.rm_any = int(pend.size)
+        infos = self.input.infos
+        job.rm_blocks = tuple(infos[i] for i in pend)
+        job.rm_reduces = job.pending_reduces if self._reduces_requested(job) else 0
+        job.version += 1
+
+    def _sync_am(self, job: _Job) -> None:
+        period = self.workload.am_heartbeat_ms
+        if period == 0:
+            if job.am_synced_ms != job.version:
+                self._am_allocate(job)
+                job.am_synced_ms = job.version
+            return
+        since = self.now - job.submit_ms - job.am_phase_ms
+        last = job.submit_ms + job.am_phase_ms + (since // period) * period if since >= 0 else job.submit_ms
+        if last > job.am_synced_ms:
+            self._am_allocate(job)
+            job.am_synced_ms = last
+
     def _job_asks(self, job: _Job) -> tuple[Ask, ...]:
+        self._sync_am(job)
         if job.asks_version == job.version:
             return job.asks
         w = self.workload
         asks = []
-        pend = np.flatnonzero(job.pending)
-        if pend.size:
-            topo = self.topology
-            reps = self.input.replicas[pend]
-            host_counts = np.bincount(reps.ravel(), minlength=topo.num_nodes)
-            rep_racks = topo.rack_of[reps]
-            locality = [LocalityRequest(self.hosts[h], int(c)) for h, c in enumerate(host_counts) if c > 0]
-            for r, rack in enumerate(topo.racks):
-                c = int((rep_racks == r).any(axis=1).sum())
-                if c:
-                    locality.append(LocalityRequest(rack, c))
-            locality.append(LocalityRequest(ANY, int(pend.size)))
-            infos = self.input.infos
+        if job.rm_any > 0:
+            locality = [LocalityRequest(self.hosts[h], int(c)) for h, c in enumerate(job.rm_hosts) if c > 0]
+            locality += [LocalityRequest(rack, int(c)) for rack, c in zip(self.topology.racks, job.rm_racks) if c > 0]
+            locality.append(LocalityRequest(ANY, job.rm_any))
             meta = JobMetadata(category=JobCategory.REGULAR, expected_runtime_ms=self._map_expected_ms,
-                               input_blocks=tuple(infos[i] for i in pend),
-                               tags={"application": self.app.name, "task": "map"})
+                               input_blocks=job.rm_blocks, tags={"application": self.app.name, "task": "map"})
             asks.append(Ask(ask_id=f"{job.app_id}/map", application_id=job.app_id, user="hibench",
                             priority=MAP_PRIORITY, resource=Resource(w.map_memory_mb, 1),
-                            num_containers=int(pend.size), locality=tuple(locality), submit_time_ms=job.submit_ms,
+                            num_containers=job.rm_any, locality=tuple(locality), submit_time_ms=job.submit_ms,
                             job=meta))
-        if self._reduces_requested(job):
-            n = job.pending_reduces
+        if job.rm_reduces > 0:
+            n = job.rm_reduces
             meta = JobMetadata(category=JobCategory.REGULAR, expected_runtime_ms=int(self._reduce_ms),
                                tags={"application": self.app.name, "task": "reduce"})
             asks.append(Ask(ask_id=f"{job.app_id}/reduce", application_id=job.app_id, user="hibench",
@@ -412,6 +450,19 @@ class YarnSimulation:
             if entry is None or not entry[0].active:
                 raise SimulationError(f"assignment to unknown or finished ask {a.ask_id!r}")
             job, is_map = entry
+            if is_map:
+                if a.count > job.rm_any:
+                    raise SimulationError(f"{a.ask_id}: {a.count} containers assigned, {job.rm_any} outstanding")
+                job.rm_any -= a.count
+                if a.locality in (Locality.CACHE_LOCAL, Locality.NODE_LOCAL, Locality.RACK_LOCAL):
+                    rack = self.topology.rack_of[node]
+                    job.rm_racks[rack] = max(job.rm_racks[rack] - a.count, 0)
+                    if a.locality != Locality.RACK_LOCAL:
+                        job.rm_hosts[node] = max(job.rm_hosts[node] - a.count, 0)
+            else:
+                if a.count > job.rm_reduces:
+                    raise SimulationError(f"{a.ask_id}: {a.count} containers assigned, {job.rm_reduces} outstanding")
+                job.rm_reduces -= a.count
             for _ in range(a.count):
                 self._start(node, job, is_map, a.ask_id)
                 started += 1

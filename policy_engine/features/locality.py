@@ -92,6 +92,15 @@ def state_counts(ask: Ask, node: Node) -> np.ndarray:
     return counts
 
 
+def cache_local_count(ask: Ask, node: Node) -> int:
+    """How many of the ask's input blocks have their cached replica on this node (the CL count, cheaply)."""
+    job = ask.job
+    if job is None or not job.input_blocks:
+        return 0
+    host, node_id = node.host, node.node_id
+    return sum(1 for b in job.input_blocks if b.cached_hosts and (host in b.cached_hosts or node_id in b.cached_hosts))
+
+
 def candidate_state(ask: Ask, node: Node, counts: np.ndarray | None = None) -> ReadLocality:
     """Best state the ask can reach on this node (the ApplicationMaster runs its best-placed task there).
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from policy_engine.features.locality import ReadLocality, cached_fraction, state_counts
+from policy_engine.features.locality import cache_local_count, cached_fraction
 from policy_engine.locality import AskOnNode
 from policy_engine.policies.delay import DelayPolicy
 from policy_engine.policies.fifo import fifo_order
@@ -51,7 +51,7 @@ class AdaptiveCacheLocalPolicy(Policy):
                 continue
             counts = AskOnNode(ask, node)
             if counts.cached:
-                cached_here = int(state_counts(ask, node)[ReadLocality.CL])
+                cached_here = cache_local_count(ask, node)
                 n = min(cached_here, counts.available(Locality.CACHE_LOCAL), ask.resource.max_copies_in(free))
                 if n > 0:
                     out.append(Assignment(ask.ask_id, n, Locality.CACHE_LOCAL))
