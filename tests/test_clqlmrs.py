@@ -242,3 +242,13 @@ def test_learner_saves_atomically_and_a_restart_resumes(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["q.safetensors"]  # no temp file left behind
     restarted = create("clqlmrs", save_to=str(path))
     assert np.array_equal(restarted.table.q, policy.table.q) and restarted.table.q.any()
+
+
+def test_no_table_keeps_a_job_waiting_forever():
+    policy = create("clqlmrs", learn=False, max_wait=2)
+    policy.table.q[:, WAIT] = 10.0  # a table that always prefers to wait
+    job = map_job("app1", [(["n2", "n4"], [])] * 2)
+    job.scheduling_opportunities = 7  # < 2 x 4 nodes: the table is obeyed
+    assert policy.schedule(observe(node("n1"), [job])).assignments == []
+    job.scheduling_opportunities = 8  # waited 2 heartbeats per node: placed anyway
+    assert sum(a.count for a in policy.schedule(observe(node("n1"), [job])).assignments) == 2

@@ -16,6 +16,9 @@ Options (`policy-engine serve --policy clqlmrs --set KEY=VALUE`):
   epsilon=0.05          exploration while learning online (decayed x epsilon_decay every decay_every finished jobs)
   alpha=0.1 gamma=0.95 epsilon_decay=0.999 decay_every=10   the paper's SARSA settings
   wait_cost=0.01        reward of one WAIT step (abstract mode only)
+  max_wait=3            a job that has waited this many heartbeats per cluster node is placed whatever the table
+                        says (abstract mode): with a discounted WAIT cost, waiting forever costs at most
+                        wait_cost / (1 - gamma), less than a bad launch, so a table alone could starve a job
   seed=0                seed of exploration draws
 """
 
@@ -94,8 +97,8 @@ class ClqlmrsPolicy(Policy):
     def __init__(self, model: str | Path | None = None, mode: str | None = None, learn: Any = True,
                  save_to: str | Path | None = None, save_every_s: Any = 30.0, epsilon: Any = None,
                  alpha: Any = ALPHA, gamma: Any = GAMMA, epsilon_decay: Any = EPSILON_DECAY,
-                 decay_every: Any = DECAY_EVERY, wait_cost: Any = 0.01, seed: Any = 0, max_tasks: Any = 1024,
-                 max_nodes: Any = 32):
+                 decay_every: Any = DECAY_EVERY, wait_cost: Any = 0.01, max_wait: Any = 3.0, seed: Any = 0,
+                 max_tasks: Any = 1024, max_nodes: Any = 32):
         self.learn = _as_bool("learn", learn)
         self.alpha = _as_float("alpha", alpha, 1e-9, 1.0)
         self.gamma = _as_float("gamma", gamma, 0.0, 1.0)
@@ -103,6 +106,7 @@ class ClqlmrsPolicy(Policy):
         self.decay_every = int(_as_float("decay_every", decay_every, 1, 1e9))
         self.save_every_s = _as_float("save_every_s", save_every_s, 0.0, 1e9)
         self.wait_cost = _as_float("wait_cost", wait_cost, 0.0, 1e3)
+        self.max_wait = _as_float("max_wait", max_wait, 0.0, 1e6)
         self.seed = int(_as_float("seed", seed, 0, 2 ** 63 - 1))
         # The learned table goes to save_to, never over the --model artifact; a save_to that exists is what a
         # restarted engine resumes from (it wins over --model, which is only the starting point).
@@ -149,7 +153,7 @@ class ClqlmrsPolicy(Policy):
 
     def save(self, path: str | Path, meta: dict[str, Any]) -> str:
         return self.table.save(path, POLICY_NAME, {"encoding": self.encoding.describe(), "wait_cost": self.wait_cost,
-                                                   "seed": self.seed, **meta})
+                                                   "max_wait": self.max_wait, "seed": self.seed, **meta})
 
     # ------------------------------------------------------------ decisions
 
@@ -204,7 +208,9 @@ class ClqlmrsPolicy(Policy):
                 s = enc.encode(cs[0], c.cached, c.ask.scheduling_opportunities, num_nodes, node)
                 prev = decided.get(i)
                 if prev is None or prev[0] != s:
-                    if rng is not None and rng.random() < self.epsilon:
+                    if c.ask.scheduling_opportunities >= self.max_wait * num_nodes:
+                        a = PLACE  # liveness: no table, learned or not, keeps a job waiting forever
+                    elif rng is not None and rng.random() < self.epsilon:
                         a = PLACE if rng.random() < 0.5 else WAIT
                     else:
                         a = PLACE if q[s, PLACE] >= q[s, WAIT] else WAIT
