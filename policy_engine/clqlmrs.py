@@ -24,10 +24,15 @@ Two encodings (policy option `mode`)
       cluster sizes, like CapacityScheduler's locality delays,
     - the node's load (free memory >= or < half): a busy node frees a slot again soon.
   Actions are PLACE (launch one container of this job here) and WAIT (leave the job for another heartbeat).
-  Among the jobs whose greedy action is PLACE the node goes to the highest Q(s, PLACE), so the same table both
-  ranks jobs for a node (cache-local first, without FIFO's head-of-line order) and decides when to wait.
-  A WAIT step earns `-wait_cost` (default 0.01): the paper never waits (it has no such action); without a cost of
-  waiting the learned table would postpone off-rack launches forever, since their reward is negative.
+  Jobs are visited in FIFO order and the first whose action is PLACE gets the container: the table learns the
+  skip rule that Delay and ACL fix by hand (wait for a cached or local replica, how long, depending on the
+  cached fraction and the time already waited). (`order=q` ranks jobs by Q(s, PLACE) instead, cache-local
+  first across jobs; it interleaves jobs and lengthens mean job time, see the policy's options.)
+  A WAIT step earns `-wait_cost` (default 0.05): the paper never waits (it has no such action), and without a
+  cost of waiting the table would postpone a bad launch for ever (its reward is negative). 0.05 makes waiting for
+  ever worth wait_cost / (1 - gamma) = -1, no better than the worst launch (NO: -1 * N_NO / N >= -1); with 0.01
+  the learned table waited so long that 3 concurrent WordCounts took 19 % longer than under FIFO. A job that has
+  waited `max_wait` heartbeats per node is placed whatever the table says (liveness).
 
 Learning from Report
 --------------------

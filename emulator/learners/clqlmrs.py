@@ -11,7 +11,7 @@ Output in --out: clqlmrs.safetensors (the model: Q-table + config, seed, code ve
 checkpoint.safetensors, history.json, learning_curve.png.
 
 Options (--set KEY=VALUE): mode=abstract|paper, alpha, gamma, epsilon, epsilon_decay, decay_every, wait_cost,
-max_wait, eval_every, eval_episodes, max_tasks, max_nodes.
+max_wait, order, eval_every, eval_episodes, max_tasks, max_nodes.
 """
 
 from __future__ import annotations
@@ -33,19 +33,19 @@ from policy_engine.policies.clqlmrs import ClqlmrsPolicy
 DEFAULT_EPISODES = 200
 EVAL_SEED_OFFSET = 1_000_000  # held-out seeds, never trained on
 MODEL_FILE = "clqlmrs.safetensors"
-_TABLE_KEYS = ("mode", "alpha", "gamma", "epsilon_decay", "decay_every", "wait_cost", "max_wait", "max_tasks",
-               "max_nodes")
+_TABLE_KEYS = ("mode", "alpha", "gamma", "epsilon_decay", "decay_every", "wait_cost", "max_wait", "order",
+               "max_tasks", "max_nodes")
 
 
 def _config(options: dict[str, Any]) -> dict[str, Any]:
-    known = {"mode", "alpha", "gamma", "epsilon", "epsilon_decay", "decay_every", "wait_cost", "max_wait",
+    known = {"mode", "alpha", "gamma", "epsilon", "epsilon_decay", "decay_every", "wait_cost", "max_wait", "order",
              "eval_every", "eval_episodes", "max_tasks", "max_nodes"}
     unknown = set(options) - known
     if unknown:
         raise ValueError(f"unknown clqlmrs option(s) {sorted(unknown)}; valid: {sorted(known)}")
     cfg = {"mode": "abstract", "alpha": 0.1, "gamma": 0.95, "epsilon": 1.0, "epsilon_decay": 0.999,
-           "decay_every": 10, "wait_cost": 0.01, "max_wait": 3.0, "eval_every": 0, "eval_episodes": 3,
-           "max_tasks": 1024, "max_nodes": 32}
+           "decay_every": 10, "wait_cost": 0.05, "max_wait": 3.0, "order": "fifo", "eval_every": 0,
+           "eval_episodes": 3, "max_tasks": 1024, "max_nodes": 32}
     cfg.update(options)
     return cfg
 
@@ -53,6 +53,7 @@ def _config(options: dict[str, Any]) -> dict[str, Any]:
 def evaluate(scenario: Scenario, policy: ClqlmrsPolicy, seeds: list[int]) -> dict[str, float]:
     """Mean metrics of the greedy, frozen copy of `policy` on `seeds`."""
     frozen = ClqlmrsPolicy(mode=policy.encoding.mode, learn=False, wait_cost=policy.wait_cost, max_wait=policy.max_wait,
+                           order=policy.order,
                            max_tasks=getattr(policy.encoding, "max_tasks", 1024),
                            max_nodes=getattr(policy.encoding, "max_nodes", 32))
     frozen.table = policy.table.copy()
@@ -74,8 +75,8 @@ def train_clqlmrs(scenario: Scenario, episodes: int | None, seed: int, out: Path
 
     policy = ClqlmrsPolicy(mode=cfg["mode"], learn=True, epsilon=cfg["epsilon"], alpha=cfg["alpha"],
                            gamma=cfg["gamma"], epsilon_decay=cfg["epsilon_decay"], decay_every=cfg["decay_every"],
-                           wait_cost=cfg["wait_cost"], max_wait=cfg["max_wait"], seed=seed, max_tasks=cfg["max_tasks"],
-                           max_nodes=cfg["max_nodes"])
+                           wait_cost=cfg["wait_cost"], max_wait=cfg["max_wait"], order=cfg["order"], seed=seed,
+                           max_tasks=cfg["max_tasks"], max_nodes=cfg["max_nodes"])
     history: list[dict[str, Any]] = []
     start = 0
     if resume:

@@ -15,10 +15,14 @@ Options (`policy-engine serve --policy clqlmrs --set KEY=VALUE`):
   save_every_s=30       seconds between periodic saves (also saved on shutdown)
   epsilon=0.05          exploration while learning online (decayed x epsilon_decay every decay_every finished jobs)
   alpha=0.1 gamma=0.95 epsilon_decay=0.999 decay_every=10   the paper's SARSA settings
-  wait_cost=0.01        reward of one WAIT step (abstract mode only)
+  wait_cost=0.05        reward of one WAIT step (abstract mode only)
   max_wait=3            a job that has waited this many heartbeats per cluster node is placed whatever the table
                         says (abstract mode): with a discounted WAIT cost, waiting forever costs at most
                         wait_cost / (1 - gamma), less than a bad launch, so a table alone could starve a job
+  order=fifo            which job gets the node among those whose table action is PLACE (abstract mode): the
+                        earliest submitted (fifo, default; a job whose action is WAIT lets the node go to the next,
+                        as in delay scheduling) or the highest Q(s, PLACE) (q: cache-local first across jobs, which
+                        interleaves jobs and measured 17-40 % longer mean job times on 3 concurrent WordCounts)
   seed=0                seed of exploration draws
 """
 
@@ -97,8 +101,8 @@ class ClqlmrsPolicy(Policy):
     def __init__(self, model: str | Path | None = None, mode: str | None = None, learn: Any = True,
                  save_to: str | Path | None = None, save_every_s: Any = 30.0, epsilon: Any = None,
                  alpha: Any = ALPHA, gamma: Any = GAMMA, epsilon_decay: Any = EPSILON_DECAY,
-                 decay_every: Any = DECAY_EVERY, wait_cost: Any = 0.01, max_wait: Any = 3.0, seed: Any = 0,
-                 max_tasks: Any = 1024, max_nodes: Any = 32):
+                 decay_every: Any = DECAY_EVERY, wait_cost: Any = 0.05, max_wait: Any = 3.0, order: str = "fifo",
+                 seed: Any = 0, max_tasks: Any = 1024, max_nodes: Any = 32):
         self.learn = _as_bool("learn", learn)
         self.alpha = _as_float("alpha", alpha, 1e-9, 1.0)
         self.gamma = _as_float("gamma", gamma, 0.0, 1.0)
@@ -107,6 +111,9 @@ class ClqlmrsPolicy(Policy):
         self.save_every_s = _as_float("save_every_s", save_every_s, 0.0, 1e9)
         self.wait_cost = _as_float("wait_cost", wait_cost, 0.0, 1e3)
         self.max_wait = _as_float("max_wait", max_wait, 0.0, 1e6)
+        if order not in ("fifo", "q"):
+            raise ValueError(f"order must be 'fifo' or 'q', not {order!r}")
+        self.order = order
         self.seed = int(_as_float("seed", seed, 0, 2 ** 63 - 1))
         # The learned table goes to save_to, never over the --model artifact; a save_to that exists is what a
         # restarted engine resumes from (it wins over --model, which is only the starting point).
@@ -215,8 +222,12 @@ class ClqlmrsPolicy(Policy):
                     else:
                         a = PLACE if q[s, PLACE] >= q[s, WAIT] else WAIT
                     prev = decided[i] = (s, a, cs[0], cs[1])
-                if prev[1] == PLACE and q[s, PLACE] > best_q:
-                    best, best_q = i, q[s, PLACE]
+                if prev[1] == PLACE:
+                    if self.order == "fifo":
+                        best = i
+                        break
+                    if q[s, PLACE] > best_q:
+                        best, best_q = i, q[s, PLACE]
             if best < 0:
                 break
             c = learned[best]
