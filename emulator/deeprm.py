@@ -115,6 +115,7 @@ class DeepRMSimulation:
         self.done_jobs = 0
         self._events: list[pb.Event] = []
         self._requests = 0
+        self._cluster_ts = 1_700_000_000_000 + self.seed % 1_000_000_000
         self._arrive()
 
     # ------------------------------------------------------------------ dynamics
@@ -211,17 +212,17 @@ class DeepRMSimulation:
 
     # ------------------------------------------------------------------ protocol view
 
-    @staticmethod
-    def _app_id(j: int) -> str:
-        return f"application_deeprm_{j + 1:05d}"
+    # Ids as YARN writes them, with one ResourceManager start time per episode so that ids never repeat across
+    # the episodes one engine serves.
+    def _app_id(self, j: int) -> str:
+        return f"application_{self._cluster_ts}_{j + 1:05d}"
 
     @staticmethod
     def _ask_id(j: int) -> str:
         return f"job-{j + 1}"
 
-    @staticmethod
-    def _container_id(j: int) -> str:
-        return f"container_deeprm_{j + 1:05d}"
+    def _container_id(self, j: int) -> str:
+        return f"container_{self._cluster_ts}_01_{j + 1:06d}"
 
     def _resource(self, units: np.ndarray) -> Resource:
         return Resource(int(units[0]) * self.spec.memory_unit_mb, int(units[1]) if units.shape[0] > 1 else 0)

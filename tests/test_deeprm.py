@@ -46,7 +46,7 @@ def test_image_shows_running_jobs_slots_and_backlog():
     sim.start_job(j)
     img = sim.image()
     assert img.shape == (20, 244) == (spec.time_horizon, spec.width) and img.dtype == np.float32
-    length, (mem, cpu) = int(sim.length[j]), sim.demand[j]
+    length, mem = int(sim.length[j]), int(sim.demand[j][0])
     assert img[:length, :mem].all() and not img[length:, :mem].any() and not img[:, mem:20].any()
     k = sim.slots[1]
     assert img[: sim.length[k], 20 + 10: 20 + 10 + sim.demand[k][0]].all()      # slot 1, resource 0

@@ -21,7 +21,7 @@ def test_check_env_and_seeded_reset(env_id):
 def test_locality_env_rewards_are_table2_weights_and_match_the_scenario_metrics():
     env = gym.make("yarnrl/Locality-v0", maps=12, jobs=1)
     obs, _ = env.reset(seed=3)
-    total, done, rewards = 0.0, False, []
+    done, rewards = False, []
     while not done:
         obs, r, term, trunc, info = env.step(0)   # always the head-of-line job: FIFO, one container at a time
         rewards.append(r)
@@ -62,3 +62,20 @@ def test_deeprm_env_void_moves_time_and_returns_minus_slowdowns():
     fin = sim.finish >= 0
     # The return is minus the sum over jobs of time in system / T_j (arrival at the step's end counts from there).
     assert -total == pytest.approx(((sim.finish[fin] - sim.arrival[fin]) / sim.length[fin]).sum(), rel=0.05)
+
+
+def test_locality_env_replays_the_scenario_episode():
+    """Always serving the head-of-line ask, one container per step, is FIFO: the env and the scenario agree."""
+    from emulator.drivers import make_driver
+    from emulator.scenario import get_scenario
+
+    params = {"maps": 20, "jobs": 2, "interarrival_s": 4}
+    with make_driver("fifo") as driver:
+        expected = get_scenario("locality-sort", **params).run_episode(driver, 11)
+    env = gym.make("yarnrl/Locality-v0", app="sort", **params)
+    env.reset(seed=0, options={"episode_seed": 11})
+    done = False
+    while not done:
+        _, _, term, trunc, info = env.step(0)
+        done = term or trunc
+    assert term and info["metrics"] == expected

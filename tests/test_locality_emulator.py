@@ -18,7 +18,8 @@ from policy_engine.types import (ANY, Ask, BlockInfo, ClusterSummary, JobMetadat
 
 def test_replicas_are_rack_aware_and_cache_respects_the_per_node_limit():
     topo = Topology.odd_even(6, 2)
-    assert topo.hosts[0] == "dn1" and topo.racks[topo.rack_of[0]] == "/rack1" and topo.racks[topo.rack_of[1]] == "/rack2"
+    assert topo.hosts[0] == "dn1" and topo.racks[topo.rack_of[0]] == "/rack1"
+    assert topo.racks[topo.rack_of[1]] == "/rack2"
     rng = np.random.default_rng(3)
     f = make_input(rng, topo, 200 * 128 * MB, 128 * MB, cache_bytes_per_node=GB)
     assert f.replicas.shape == (200, 3)
@@ -67,7 +68,8 @@ def test_map_ask_counts_follow_mapreduce():
     assert len(ask.job.input_blocks) == 25
     for n in range(6):
         node = obs.node if n == sim.node else _node(sim.hosts[n], sim.node_racks[n])
-        assert cache_local_count(ask, node) == state_counts(ask, node)[ReadLocality.CL] == int((sim.input.cached == n).sum())
+        cached_here = int((sim.input.cached == n).sum())
+        assert cache_local_count(ask, node) == state_counts(ask, node)[ReadLocality.CL] == cached_here
     state = candidate_state(ask, obs.node)
     assert state == ReadLocality(int(sim.state_table[sim.node].min()))
     feats = candidate_features(obs)
@@ -173,3 +175,25 @@ def test_seed001_trends_cache_size_and_map_count():
     assert caches[0] < caches[1] < caches[2], caches
     local = [_mean(get_scenario("locality-wordcount", maps=m), "fifo", "local_task_rate", 6) for m in (10, 20, 50)]
     assert local[0] < local[1] < local[2], local
+
+
+def test_join_runs_two_stages_and_its_second_reads_an_uncached_file_written_by_the_reducers():
+    sc = get_scenario("locality-join", maps=10, jobs=2, interarrival_s=2)
+    sim = sc.simulation(seed=1)
+    driver = InProcessDriver(create("fifo"))
+    finished = 0
+    while sim.advance():
+        finished += sum(e.WhichOneof("kind") == "job_finished" for e in sim.take_events())
+        sim.apply(driver.schedule(sim.observe()))
+    finished += sum(e.WhichOneof("kind") == "job_finished" for e in sim.take_events())
+    assert finished == 4 and len(sim.jobs) == 4
+    second = [j for j in sim.jobs if j.stage == 1]
+    first = {j.index: j for j in sim.jobs if j.stage == 0}
+    for j in second:
+        assert (j.data.input.cached < 0).all()                             # no cache directive on query output
+        writers = set(first[j.index].reducer_nodes)
+        assert set(j.data.input.replicas[:, 0].tolist()) <= writers        # first replica on a writing reducer
+        assert j.submit_ms == first[j.index].finish_ms and j.root_submit_ms == first[j.index].submit_ms
+    assert sim.map_states.sum() == sim.expected_maps
+    with pytest.raises(ValueError, match="give maps"):
+        get_scenario("locality-join", size="small")

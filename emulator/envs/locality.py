@@ -11,9 +11,10 @@ node, cache-local and node-local shares, cached input fraction, missed opportuni
 are zero. Action: Discrete(max_candidates + 1): ask i, or max_candidates = let the node go. An action naming no
 ask, or one that does not fit, lets the node go too.
 Reward: seed 001's Table 2 weight of the state the started map task reads its block in (CL +1, DL +0.5,
-CRL -0.25, DRL -0.5, NO -1) divided by the episode's number of map tasks, so a return is in [-1, 1]; 0 for
+CRL -0.25, DRL -0.5, NO -1) divided by the episode's number of map tasks (all stages), so a return is in [-1, 1]; 0 for
 reduces and for letting the node go. Missed scheduling opportunities are counted as the engine counts them.
 info["metrics"] on the last step: the scenario's metrics (local-task rate, job time, ...).
+reset(options={"episode_seed": s}) runs the simulator episode that the scenario runs for seed s.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ ENV_ID = "yarnrl/Locality-v0"
 class LocalityEnv(gym.Env):
     metadata = {"render_modes": []}
 
-    def __init__(self, app: str = "wordcount", max_candidates: int = 4, max_steps: int = 100_000,
+    def __init__(self, app: str = "wordcount", max_candidates: int = 8, max_steps: int = 100_000,
                  heartbeat_ms: int = 1000, max_idle_heartbeats: int = 5_000, **workload: Any):
         if max_candidates < 1:
             raise ValueError(f"max_candidates must be >= 1, got {max_candidates}")
@@ -86,10 +87,12 @@ class LocalityEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(0, 2**31 - 1))
+        if options and "episode_seed" in options:  # replay a scenario episode: same seed, same cluster and jobs
+            episode_seed = int(options["episode_seed"])
         self.sim = YarnSimulation(self.workload, episode_seed, self.cluster,
                                   max_idle_heartbeats=self.max_idle_heartbeats)
         self.tracker = OpportunityTracker()
-        self._maps = self.sim.input.num_blocks * len(self.sim.jobs)
+        self._maps = self.sim.expected_maps
         self._steps = 0
         self._heartbeat()
         return self._features(), self._info()

@@ -6,8 +6,10 @@ finish and every job completion goes back through `Report`. Parameters (`--param
   cache_gb        total centralized cache of the cluster, GB (seed 001: 2, 4, 6, 8)          default 2
   block_mb        HDFS block size, MB (64, 128, 256)                                        default 128
   maps            map tasks = input blocks of `block_mb` (seed 001: 10 to 100)              default 10
-  size            HiBench input size instead of `maps`: tiny, small or large                 default none
+  size            HiBench input size instead of `maps`: tiny, small or large (not for the
+                  Hive queries join and aggregation)                                        default none
   jobs            jobs per episode (FIFO order), all reading the same input                 default 4
+                  (join: each job is two MapReduce stages, the second reads the first's output)
   interarrival_s  seconds between job submissions                                            default 5
   am_heartbeat_ms the AM's allocate interval; 0 = asks always current                        default 1000
   reduces         reducers per job                                                           default: per app
@@ -27,6 +29,7 @@ from typing import Any
 from emulator.drivers import Driver
 from emulator.scenario import Scenario, register_scenario
 from emulator.yarn.cluster import ClusterConfig, WorkloadConfig, YarnSimulation
+from emulator.yarn.workloads import APPS
 
 
 class LocalityScenario(Scenario):
@@ -61,10 +64,11 @@ class LocalityScenario(Scenario):
                 "node_memory_mb": list(self.cluster.node_memory_mb)}
 
 
-for _app, _what in (("wordcount", "CPU-bound"), ("sort", "I/O-bound"), ("terasort", "I/O-heavy")):
+for _app, _what in (("wordcount", "CPU-bound"), ("sort", "I/O-bound"), ("terasort", "I/O-heavy"),
+                    ("aggregation", "Hive GROUP BY, cache-affine"), ("join", "Hive join, 2 MapReduce stages")):
     register_scenario(
         f"locality-{_app}",
         f"seed 001: HiBench {_app.capitalize()} ({_what}) on 6 DataNodes in 2 racks with an HDFS cache; "
-        f"params cache_gb, block_mb, maps, size, jobs",
+        f"params cache_gb, block_mb, maps, {'size, ' if APPS[_app].hibench_bytes else ''}jobs",
         lambda _a=_app, **params: LocalityScenario(_a, **params),
     )

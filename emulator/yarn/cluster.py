@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from emulator.yarn.hdfs import GB, MB, InputFile, Topology, make_input
-from emulator.yarn.workloads import APPS, RUNTIME_NOISE_SIGMA, AppProfile, map_runtime_s, reduce_runtime_s
+from emulator.yarn.workloads import APPS, RUNTIME_NOISE_SIGMA, AppProfile, map_runtime_s, profile, reduce_runtime_s
 from policy_engine.features.locality import NUM_STATES, TO_PROTOCOL, ReadLocality
 from policy_engine.proto import pb
 from policy_engine.types import (
@@ -106,6 +106,8 @@ class WorkloadConfig:
     def __post_init__(self):
         if self.app not in APPS:
             raise ValueError(f"unknown application {self.app!r}; known: {', '.join(sorted(APPS))}")
+        if self.size is not None and not APPS[self.app].hibench_bytes:
+            raise ValueError(f"no HiBench input sizes are known for {self.app}; give maps instead of size")
         if self.size is not None and self.size not in APPS[self.app].hibench_bytes:
             raise ValueError(f"unknown HiBench size {self.size!r}; known: tiny, small, large")
         if self.block_mb not in (32, 64, 128, 256, 512):
@@ -145,15 +147,31 @@ class _Container:
 
 
 @dataclass
+class _Data:
+    """One input file with how each node reads each of its blocks."""
+
+    input: InputFile
+    state_table: np.ndarray                 # (nodes, blocks): CL, DL, CRL, DRL or NO
+    pick_key: np.ndarray                    # what the AM minimises when it picks a map for a node
+
+
+@dataclass
 class _Job:
-    index: int
+    index: int                              # the workload job (a multi-stage application's stages share it)
+    stage: int
+    app: AppProfile
+    data: _Data
     app_id: str
     submit_ms: int
+    root_submit_ms: int                     # submission of the application's first stage
     num_maps: int
     num_reduces: int
+    reduce_ms: float
     pending: np.ndarray                     # (maps,) bool: map task not yet started
     map_noise: np.ndarray                   # (maps,) run-time factors
     reduce_noise: np.ndarray                # (reduces,)
+    reducer_nodes: list = field(default_factory=list)
+    map_expected_ms: int = 0                # a full block's noise-free map time, read disk-local
     am_phase_ms: int = 0                    # offset of the AM's allocate heartbeats from submission
     am_synced_ms: int = -1                  # time of the last allocate call the RM has applied
     rm_hosts: np.ndarray | None = None      # the RM's copy of the map ask: per-host counts,
@@ -197,30 +215,16 @@ class YarnSimulation:
         root = np.random.SeedSequence(self.seed)
         hdfs_rng, task_rng, phase_rng = (np.random.default_rng(s) for s in root.spawn(3))
 
-        block_bytes = workload.block_mb * MB
-        cache_per_node = int(workload.cache_gb * GB / n)
-        self.input: InputFile = make_input(hdfs_rng, topo, workload.input_bytes, block_bytes, cache_per_node,
-                                           workload.replication, name=f"hibench_{workload.app}")
-        inp = self.input
-        # state[node, block]: how a map of that block reads it on that node (CL, DL, CRL, DRL, NO).
-        rack_of = topo.rack_of
-        on_node = (inp.replicas[None, :, :] == np.arange(n)[:, None, None]).any(axis=2)
-        cached_on = inp.cached[None, :] == np.arange(n)[:, None]
-        has_cache = inp.cached >= 0
-        cache_rack = np.where(has_cache, rack_of[np.maximum(inp.cached, 0)], -1)
-        same_rack_cache = cache_rack[None, :] == rack_of[:, None]
-        same_rack_disk = (rack_of[inp.replicas][None, :, :] == rack_of[:, None, None]).any(axis=2)
-        self.state_table = np.select(
-            [cached_on, on_node, same_rack_cache, same_rack_disk],
-            [int(ReadLocality.CL), int(ReadLocality.DL), int(ReadLocality.CRL), int(ReadLocality.DRL)],
-            default=int(ReadLocality.NO)).astype(np.int8)
-        if workload.am_cache_aware:
-            self._pick_key = self.state_table
-        else:  # stock MapReduce: a cached replica is just a host-local one
-            self._pick_key = np.where(self.state_table == ReadLocality.CL, ReadLocality.DL,
-                                      self.state_table).astype(np.int8)
+        self._block_bytes = block_bytes = workload.block_mb * MB
+        self._cache_per_node = int(workload.cache_gb * GB / n)
+        # The application's input, with the cache directive on it; the same for every policy given the seed.
+        primary = self._data(make_input(hdfs_rng, topo, workload.input_bytes, block_bytes, self._cache_per_node,
+                                        workload.replication, name=f"hibench_{workload.app}"))
+        self.input: InputFile = primary.input
+        self.state_table = primary.state_table
 
         # Nodes.
+        rack_of = topo.rack_of
         self.hosts = topo.hosts
         self.node_ids = tuple(f"{h}:8041" for h in topo.hosts)
         self.node_racks = tuple(topo.racks[r] for r in rack_of)
@@ -238,24 +242,24 @@ class YarnSimulation:
         self.node = -1
         self.now = 0
 
-        # Jobs.
-        maps = inp.num_blocks
-        reduces = workload.reduces if workload.reduces is not None else self.app.default_reduces(maps)
+        # Jobs: the workload's submissions; later stages of multi-stage applications start as earlier ones end.
+        # Application ids as YARN writes them: the ResourceManager's start time (one per episode) and a sequence.
+        self._cluster_ts = 1_700_000_000_000 + self.seed % 1_000_000_000
         self.jobs: list[_Job] = []
+        self._apps = 0
         gap = int(round(workload.interarrival_s * 1000))
-        cluster_ts = 1_700_000_000_000
-        for j in range(workload.jobs):
-            self.jobs.append(_Job(
-                index=j, app_id=f"application_{cluster_ts}_{j + 1:04d}", submit_ms=j * gap, num_maps=maps,
-                num_reduces=reduces, pending=np.ones(maps, dtype=bool),
-                map_noise=task_rng.lognormal(0.0, RUNTIME_NOISE_SIGMA, size=maps),
-                reduce_noise=task_rng.lognormal(0.0, RUNTIME_NOISE_SIGMA, size=max(reduces, 1)),
-                am_phase_ms=int(phase_rng.integers(0, max(workload.am_heartbeat_ms, 1))),
-            ))
+        self._queue = [self._new_job(j, 0, self.app, primary, j * gap, j * gap) for j in range(workload.jobs)]
         self._next_submit = 0
+        stages, maps_per_job, size = 1, primary.input.num_blocks, float(primary.input.block_bytes.sum())
+        app = self.app
+        while app.next_stage is not None:
+            size *= app.map_output_ratio * app.output_ratio
+            app = profile(app.next_stage)
+            stages += 1
+            maps_per_job += -(-int(max(size, 1)) // block_bytes)
+        self.expected_maps = maps_per_job * workload.jobs
+        self.unfinished = workload.jobs * stages
         self._by_ask: dict[str, tuple[_Job, bool]] = {}
-        self._map_expected_ms = int(map_runtime_s(self.app, block_bytes, int(ReadLocality.DL)) * 1000)
-        self._reduce_ms = reduce_runtime_s(self.app, float(inp.block_bytes.sum()), reduces) * 1000
         self._events: list[pb.Event] = []
         self._containers = 0
         self._requests = 0
@@ -263,8 +267,54 @@ class YarnSimulation:
         self.max_idle_heartbeats = max_idle_heartbeats
         self.map_states = np.zeros(NUM_STATES, dtype=np.int64)
         self.map_runtime_ms_total = 0
-        self.unfinished = len(self.jobs)
         self.cluster_total = Resource(int(self.total_mem.sum()), int(self.total_vcores.sum()))
+
+    def _data(self, inp: InputFile) -> _Data:
+        n = self.topology.num_nodes
+        rack_of = self.topology.rack_of
+        on_node = (inp.replicas[None, :, :] == np.arange(n)[:, None, None]).any(axis=2)
+        cached_on = inp.cached[None, :] == np.arange(n)[:, None]
+        cache_rack = np.where(inp.cached >= 0, rack_of[np.maximum(inp.cached, 0)], -1)
+        same_rack_cache = cache_rack[None, :] == rack_of[:, None]
+        same_rack_disk = (rack_of[inp.replicas][None, :, :] == rack_of[:, None, None]).any(axis=2)
+        table = np.select(
+            [cached_on, on_node, same_rack_cache, same_rack_disk],
+            [int(ReadLocality.CL), int(ReadLocality.DL), int(ReadLocality.CRL), int(ReadLocality.DRL)],
+            default=int(ReadLocality.NO)).astype(np.int8)
+        # Stock MapReduce does not know the cache: a cached replica is just a host-local one to its AM.
+        key = table if self.workload.am_cache_aware else np.where(table == ReadLocality.CL, ReadLocality.DL,
+                                                                   table).astype(np.int8)
+        return _Data(inp, table, key)
+
+    def _new_job(self, index: int, stage: int, app: AppProfile, data: _Data, submit_ms: int,
+                 root_submit_ms: int) -> _Job:
+        w = self.workload
+        maps = data.input.num_blocks
+        reduces = w.reduces if w.reduces is not None and stage == 0 else app.default_reduces(maps)
+        rng = np.random.default_rng([self.seed, 1, index, stage])
+        self._apps += 1
+        job = _Job(
+            index=index, stage=stage, app=app, data=data, app_id=f"application_{self._cluster_ts}_{self._apps:04d}",
+            submit_ms=submit_ms, root_submit_ms=root_submit_ms, num_maps=maps, num_reduces=reduces,
+            reduce_ms=reduce_runtime_s(app, float(data.input.block_bytes.sum()), reduces) * 1000,
+            pending=np.ones(maps, dtype=bool), map_noise=rng.lognormal(0.0, RUNTIME_NOISE_SIGMA, size=maps),
+            reduce_noise=rng.lognormal(0.0, RUNTIME_NOISE_SIGMA, size=max(reduces, 1)),
+            am_phase_ms=int(rng.integers(0, max(w.am_heartbeat_ms, 1))))
+        job.map_expected_ms = int(map_runtime_s(app, self._block_bytes, int(ReadLocality.DL)) * 1000)
+        self.jobs.append(job)
+        return job
+
+    def _next_stage(self, job: _Job) -> None:
+        """A multi-stage application's next MapReduce job, reading the output its predecessor just wrote."""
+        prev = job.app
+        out_bytes = int(max(float(job.data.input.block_bytes.sum()) * prev.map_output_ratio * prev.output_ratio, 1))
+        rng = np.random.default_rng([self.seed, 2, job.index, job.stage])
+        inp = make_input(rng, self.topology, out_bytes, self._block_bytes, 0, self.workload.replication,
+                         name=f"{job.app_id}_out", writers=np.asarray(job.reducer_nodes or [0]))
+        nxt = self._new_job(job.index, job.stage + 1, profile(prev.next_stage), self._data(inp), self.now,
+                            job.root_submit_ms)
+        nxt.active = True
+        nxt.version += 1
 
     # ------------------------------------------------------------------ time
 
@@ -294,7 +344,7 @@ class YarnSimulation:
         return False
 
     def _submit(self) -> None:
-        jobs = self.jobs
+        jobs = self._queue
         while self._next_submit < len(jobs) and jobs[self._next_submit].submit_ms <= self.now:
             job = jobs[self._next_submit]
             job.active = True
@@ -337,6 +387,8 @@ class YarnSimulation:
                 ev.job_finished.runtime = float(now - job.submit_ms)
                 ev.job_finished.succeeded = True
                 self._events.append(ev)
+                if job.app.next_stage is not None:
+                    self._next_stage(job)
         self.running[node] = keep
 
     # ------------------------------------------------------------------ asks
@@ -365,12 +417,13 @@ class YarnSimulation:
         """The AM's allocate call: the RM's asks become the AM's pending tasks again."""
         topo = self.topology
         pend = np.flatnonzero(job.pending)
-        reps = self.input.replicas[pend]
+        inp = job.data.input
+        reps = inp.replicas[pend]
         job.rm_hosts = np.bincount(reps.ravel(), minlength=topo.num_nodes)
         rep_racks = topo.rack_of[reps]
         job.rm_racks = np.array([int((rep_racks == r).any(axis=1).sum()) for r in range(len(topo.racks))])
         job.rm_any = int(pend.size)
-        infos = self.input.infos
+        infos = inp.infos
         job.rm_blocks = tuple(infos[i] for i in pend)
         job.rm_reduces = job.pending_reduces if self._reduces_requested(job) else 0
         job.version += 1
@@ -398,16 +451,16 @@ class YarnSimulation:
             locality = [LocalityRequest(self.hosts[h], int(c)) for h, c in enumerate(job.rm_hosts) if c > 0]
             locality += [LocalityRequest(rack, int(c)) for rack, c in zip(self.topology.racks, job.rm_racks) if c > 0]
             locality.append(LocalityRequest(ANY, job.rm_any))
-            meta = JobMetadata(category=JobCategory.REGULAR, expected_runtime_ms=self._map_expected_ms,
-                               input_blocks=job.rm_blocks, tags={"application": self.app.name, "task": "map"})
+            meta = JobMetadata(category=JobCategory.REGULAR, expected_runtime_ms=job.map_expected_ms,
+                               input_blocks=job.rm_blocks, tags={"application": job.app.name, "task": "map"})
             asks.append(Ask(ask_id=f"{job.app_id}/map", application_id=job.app_id, user="hibench",
                             priority=MAP_PRIORITY, resource=Resource(w.map_memory_mb, 1),
                             num_containers=job.rm_any, locality=tuple(locality), submit_time_ms=job.submit_ms,
                             job=meta))
         if job.rm_reduces > 0:
             n = job.rm_reduces
-            meta = JobMetadata(category=JobCategory.REGULAR, expected_runtime_ms=int(self._reduce_ms),
-                               tags={"application": self.app.name, "task": "reduce"})
+            meta = JobMetadata(category=JobCategory.REGULAR, expected_runtime_ms=int(job.reduce_ms),
+                               tags={"application": job.app.name, "task": "reduce"})
             asks.append(Ask(ask_id=f"{job.app_id}/reduce", application_id=job.app_id, user="hibench",
                             priority=REDUCE_PRIORITY, resource=Resource(w.reduce_memory_mb, 1), num_containers=n,
                             locality=(LocalityRequest(ANY, n),), submit_time_ms=job.submit_ms, job=meta))
@@ -477,11 +530,11 @@ class YarnSimulation:
             pend = np.flatnonzero(job.pending)
             if not pend.size:
                 raise SimulationError(f"{ask_id}: more containers assigned than pending map tasks")
-            task = int(pend[np.argmin(self._pick_key[node, pend])])
-            state = int(self.state_table[node, task])
+            task = int(pend[np.argmin(job.data.pick_key[node, pend])])
+            state = int(job.data.state_table[node, task])
             job.pending[task] = False
             job.maps_running += 1
-            runtime = map_runtime_s(self.app, self.input.block_bytes[task], state) * job.map_noise[task]
+            runtime = map_runtime_s(job.app, job.data.input.block_bytes[task], state) * job.map_noise[task]
             self.map_states[state] += 1
         else:
             if job.pending_reduces <= 0 or not self._reduces_requested(job):
@@ -490,7 +543,8 @@ class YarnSimulation:
             state = int(ReadLocality.NO)
             job.reduces_started += 1
             job.reduces_running += 1
-            runtime = self._reduce_ms / 1000.0 * job.reduce_noise[task]
+            runtime = job.reduce_ms / 1000.0 * job.reduce_noise[task]
+            job.reducer_nodes.append(node)
         runtime_ms = max(int(round(float(runtime) * 1000)), 1)
         if is_map:
             self.map_runtime_ms_total += runtime_ms
@@ -523,8 +577,9 @@ class YarnSimulation:
         """Seed 001's metrics over the map tasks started so far and the jobs finished so far."""
         maps = max(int(self.map_states.sum()), 1)
         s = self.map_states / maps
-        finished = [j for j in self.jobs if j.finished]
-        job_times = [(j.finish_ms - j.submit_ms) / 1000.0 for j in finished]
+        # An application's execution time runs from its first stage's submission to its last stage's end.
+        finished = [j for j in self.jobs if j.finished and j.app.next_stage is None]
+        job_times = [(j.finish_ms - j.root_submit_ms) / 1000.0 for j in finished]
         makespan = (max(j.finish_ms for j in finished) - min(j.submit_ms for j in self.jobs)) / 1000.0 \
             if finished else float("nan")
         return {

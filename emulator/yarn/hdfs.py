@@ -62,8 +62,12 @@ class InputFile:
         return float((self.cached >= 0).mean()) if self.num_blocks else 0.0
 
 
-def place_replicas(rng: np.random.Generator, topo: Topology, num_blocks: int, replication: int = 3) -> np.ndarray:
-    """Rack-aware placement of `replication` replicas per block (writer's node, remote rack, same remote rack)."""
+def place_replicas(rng: np.random.Generator, topo: Topology, num_blocks: int, replication: int = 3,
+                   writers: np.ndarray | None = None) -> np.ndarray:
+    """Rack-aware placement of `replication` replicas per block (writer's node, remote rack, same remote rack).
+
+    `writers`: the DataNode writing each block, cycled over the blocks (e.g. the reducers of the job that wrote
+    the file); by default a random DataNode per block (a data generator's map tasks)."""
     n = topo.num_nodes
     if not 1 <= replication <= n:
         raise ValueError(f"replication {replication} must be between 1 and the number of DataNodes ({n})")
@@ -71,7 +75,7 @@ def place_replicas(rng: np.random.Generator, topo: Topology, num_blocks: int, re
     out = np.empty((num_blocks, replication), dtype=np.int64)
     nodes = np.arange(n)
     for b in range(num_blocks):
-        writer = int(rng.integers(n))
+        writer = int(writers[b % len(writers)]) if writers is not None and len(writers) else int(rng.integers(n))
         chosen = [writer]
         if replication >= 2:
             remote = nodes[rack_of != rack_of[writer]]
@@ -109,14 +113,15 @@ def fill_cache(rng: np.random.Generator, replicas: np.ndarray, block_bytes: np.n
 
 
 def make_input(rng: np.random.Generator, topo: Topology, input_bytes: int, block_bytes: int,
-               cache_bytes_per_node: int, replication: int = 3, name: str = "input") -> InputFile:
+               cache_bytes_per_node: int, replication: int = 3, name: str = "input",
+               writers: np.ndarray | None = None) -> InputFile:
     """Write one file of `input_bytes` in blocks of `block_bytes`, then apply a cache directive to it."""
     if input_bytes <= 0 or block_bytes <= 0:
         raise ValueError(f"input and block size must be positive, got {input_bytes} and {block_bytes}")
     full, rest = divmod(int(input_bytes), int(block_bytes))
     sizes = [block_bytes] * full + ([rest] if rest else [])
     lengths = np.asarray(sizes, dtype=np.int64)
-    replicas = place_replicas(rng, topo, lengths.shape[0], replication)
+    replicas = place_replicas(rng, topo, lengths.shape[0], replication, writers)
     cached = fill_cache(rng, replicas, lengths, cache_bytes_per_node, topo.num_nodes)
     hosts, racks = topo.hosts, topo.racks
     infos = tuple(

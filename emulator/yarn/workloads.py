@@ -24,7 +24,11 @@ are assumptions, chosen to keep the ratios the literature measured:
     rate, about a third lost to TCP and DataNode streaming).
 The application profiles follow HiBench's characterisation (Huang et al., ICDEW 2010): WordCount is CPU-bound
 with a small map output (combiner), Sort is I/O-bound with map output = input, TeraSort is I/O-heavy in both
-phases and writes its output with replication 1.
+phases and writes its output with replication 1. The Hive queries: Aggregation (GROUP BY over uservisits) is one
+MapReduce job with map-side aggregation that rereads the same (cacheable) table - seed 001's "high cache
+affinity" application; Join (rankings JOIN uservisits, then GROUP BY) is two MapReduce jobs, the second reading
+the first one's output, a fresh HDFS file written by its reducers that no cache directive covers - seed 001's
+multi-stage application with a low cache hit rate.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class AppProfile:
     output_replication: int    # replication of the job's output
     reduces_per_map: float     # default reducers per map task (HiBench scales reducers with the input)
     hibench_bytes: dict        # HiBench input size per profile, bytes (hadoop-yarn-facts.md)
+    next_stage: str | None = None  # profile of the MapReduce job that reads this one's output (multi-stage apps)
 
     def default_reduces(self, maps: int) -> int:
         return max(1, min(12, round(maps * self.reduces_per_map)))
@@ -70,7 +75,21 @@ APPS: dict[str, AppProfile] = {
     "terasort": AppProfile("terasort", map_cpu_mb_s=60.0, map_output_ratio=1.0, reduce_cpu_mb_s=70.0,
                            output_ratio=1.0, output_replication=1, reduces_per_map=0.25,
                            hibench_bytes={"tiny": 3_200_000, "small": 320_000_000, "large": 3_200_000_000}),
+    # Hive queries; HiBench's SQL sizes are row counts of generated tables, not listed in our notes: use `maps`.
+    "aggregation": AppProfile("aggregation", map_cpu_mb_s=45.0, map_output_ratio=0.1, reduce_cpu_mb_s=45.0,
+                              output_ratio=0.5, output_replication=3, reduces_per_map=0.1, hibench_bytes={}),
+    "join": AppProfile("join", map_cpu_mb_s=40.0, map_output_ratio=0.6, reduce_cpu_mb_s=40.0, output_ratio=0.8,
+                       output_replication=3, reduces_per_map=0.25, hibench_bytes={}, next_stage="join-groupby"),
 }
+# Stages that only run as part of a multi-stage application.
+STAGES: dict[str, AppProfile] = {
+    "join-groupby": AppProfile("join-groupby", map_cpu_mb_s=45.0, map_output_ratio=0.1, reduce_cpu_mb_s=45.0,
+                               output_ratio=0.5, output_replication=3, reduces_per_map=0.1, hibench_bytes={}),
+}
+
+
+def profile(name: str) -> AppProfile:
+    return APPS[name] if name in APPS else STAGES[name]
 
 
 def map_runtime_s(app: AppProfile, block_bytes: np.ndarray | float, state: np.ndarray | int) -> np.ndarray:

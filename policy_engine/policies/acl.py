@@ -71,3 +71,20 @@ class AdaptiveCacheLocalPolicy(Policy):
                 counts.take(level, n)
                 free = free.minus(ask.resource, n)
         return ScheduleDecision(out)
+
+
+# Seed 001's other two settings of c, under their own names so `emulator compare --policies acl-c2,acl-c5` runs them.
+@register("acl-c2", "ACL with c = 2 (seed 001, fig. 5)", {SCHEDULE})
+class AdaptiveCacheLocalC2Policy(AdaptiveCacheLocalPolicy):
+    name = "acl-c2"
+
+    def __init__(self, node_locality_delay: int = 40, rack_locality_additional_delay: int = -1):
+        super().__init__(2, node_locality_delay, rack_locality_additional_delay)
+
+
+@register("acl-c5", "ACL with c = 5 (seed 001, fig. 5)", {SCHEDULE})
+class AdaptiveCacheLocalC5Policy(AdaptiveCacheLocalPolicy):
+    name = "acl-c5"
+
+    def __init__(self, node_locality_delay: int = 40, rack_locality_additional_delay: int = -1):
+        super().__init__(5, node_locality_delay, rack_locality_additional_delay)
