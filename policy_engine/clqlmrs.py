@@ -369,7 +369,6 @@ class ClqlmrsLearner:
             self.policy.prev_state = int(reached)
 
     def _advance(self, chain: deque) -> None:
-        q = self.policy.table.q
         while len(chain) >= 2 and chain[0].reward is not None:
             tr, nxt = chain.popleft(), chain[0]
             s_next = nxt.step.state
