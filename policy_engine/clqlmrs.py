@@ -275,6 +275,7 @@ class ClqlmrsLearner:
         self._seen_containers: OrderedDict[str, None] = OrderedDict()
         self._last_save = time.monotonic()
         self.saves = 0
+        self.errors = 0
         # Online an episode is one finished job; offline training sets this False and ends episodes itself.
         self.episode_per_job = True
 
@@ -304,6 +305,13 @@ class ClqlmrsLearner:
     # ------------------------------------------------------------ decisions
 
     def on_decision(self, obs: ScheduleObservation, decision) -> None:
+        try:
+            self._on_decision(obs)
+        except Exception:  # learning must never fail a Schedule call: the decision is already made
+            self.errors += 1
+            log.exception("clqlmrs learner: cannot learn from the decision for %s", obs.node.node_id)
+
+    def _on_decision(self, obs: ScheduleObservation) -> None:
         paper = self.policy.encoding.mode == "paper"
         for step in self.policy.trace(obs):
             job = self._job(step.application_id)
@@ -323,6 +331,13 @@ class ClqlmrsLearner:
     # ------------------------------------------------------------ feedback
 
     def on_event(self, ev: pb.Event) -> None:
+        try:
+            self._on_event(ev)
+        except Exception:  # nor a Report call
+            self.errors += 1
+            log.exception("clqlmrs learner: cannot learn from a %s event", ev.WhichOneof("kind"))
+
+    def _on_event(self, ev: pb.Event) -> None:
         kind = ev.WhichOneof("kind")
         if kind == "container_started":
             e = ev.container_started

@@ -260,3 +260,20 @@ def test_no_table_keeps_a_job_waiting_forever():
     assert policy.schedule(observe(node("n1"), [job])).assignments == []
     job.scheduling_opportunities = 8  # waited 2 heartbeats per node: placed anyway
     assert sum(a.count for a in policy.schedule(observe(node("n1"), [job])).assignments) == 2
+
+
+def test_learning_problems_never_fail_scheduling_or_reports(monkeypatch):
+    policy = create("clqlmrs", epsilon=0.0)
+    engine = Engine(policy)
+    learner = engine.attach_learner()
+    # outcomes of containers it never placed (AMs, reduces, another scheduler's) are ignored, not errors
+    assert engine.report([_started("app9", "n3:8041", Locality.NODE_LOCAL, "c9"),
+                          pb.Event(job_finished=pb.JobFinished(job_id="app9"))]) == 2
+    assert learner.errors == 0 and learner.updates == 0 and not policy.table.q.any()
+
+    def broken(obs):
+        raise RuntimeError("bug in the learner's replay")
+
+    monkeypatch.setattr(policy, "trace", broken)
+    decision = engine.schedule(observe(node("n1"), list(_jobs())))
+    assert sum(a.count for a in decision.assignments) == 4 and learner.errors == 1
