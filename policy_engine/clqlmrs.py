@@ -32,7 +32,7 @@ Two encodings (policy option `mode`)
   cost of waiting the table would postpone a bad launch for ever (its reward is negative). 0.05 makes waiting for
   ever worth wait_cost / (1 - gamma) = -1, no better than the worst launch (NO: -1 * N_NO / N >= -1); with 0.01
   the learned table waited so long that 3 concurrent WordCounts took 19 % longer than under FIFO. A job that has
-  waited `max_wait` heartbeats per node is placed whatever the table says (liveness).
+  waited `max_wait` (1) heartbeats per cluster node is placed whatever the table says (liveness).
 
 Learning from Report
 --------------------

@@ -44,7 +44,7 @@ def _config(options: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown clqlmrs option(s) {sorted(unknown)}; valid: {sorted(known)}")
     cfg = {"mode": "abstract", "alpha": 0.1, "gamma": 0.95, "epsilon": 1.0, "epsilon_decay": 0.999,
-           "decay_every": 10, "wait_cost": 0.05, "max_wait": 3.0, "order": "fifo", "eval_every": 0,
+           "decay_every": 10, "wait_cost": 0.05, "max_wait": 1.0, "order": "fifo", "eval_every": 0,
            "eval_episodes": 3, "max_tasks": 1024, "max_nodes": 32}
     cfg.update(options)
     return cfg

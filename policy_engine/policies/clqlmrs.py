@@ -16,14 +16,17 @@ Options (`policy-engine serve --policy clqlmrs --set KEY=VALUE`):
   epsilon=0.05          exploration while learning online (decayed x epsilon_decay every decay_every finished jobs)
   alpha=0.1 gamma=0.95 epsilon_decay=0.999 decay_every=10   the paper's SARSA settings
   wait_cost=0.05        reward of one WAIT step (abstract mode only)
-  max_wait=3            a job that has waited this many heartbeats per cluster node is placed whatever the table
-                        says (abstract mode): with a discounted WAIT cost, waiting forever costs at most
-                        wait_cost / (1 - gamma), less than a bad launch, so a table alone could starve a job
+  max_wait=1            a job that has waited this many heartbeats per cluster node is placed whatever the table
+                        says (abstract mode). Liveness: with a discounted WAIT cost, waiting for ever is worth at
+                        least -wait_cost / (1 - gamma), so a table alone could starve a job. 1 (about one heartbeat
+                        interval) is of the order of ACL's own budget (C <= 3 skips); with 3, three concurrent
+                        64 MB-block WordCounts took 27.7 s instead of 22.3 s (FIFO 19.8, ACL 22.7)
   order=fifo            which job gets the node among those whose table action is PLACE (abstract mode): the
                         earliest submitted (fifo, default; a job whose action is WAIT lets the node go to the next,
                         as in delay scheduling) or the highest Q(s, PLACE) (q: cache-local first across jobs, which
                         interleaves jobs and measured 17-40 % longer mean job times on 3 concurrent WordCounts)
   seed=0                seed of exploration draws
+  (wait_cost, max_wait and order default to the values a loaded model was trained with)
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ from policy_engine.qlearning import EpsilonSchedule, QTable
 from policy_engine.types import Assignment, Locality, ScheduleDecision, ScheduleObservation
 
 ONLINE_EPSILON = 0.05
+DEFAULT_WAIT_COST = 0.05
+DEFAULT_MAX_WAIT = 1.0
 
 
 def _as_bool(name: str, value: Any) -> bool:
@@ -101,7 +106,7 @@ class ClqlmrsPolicy(Policy):
     def __init__(self, model: str | Path | None = None, mode: str | None = None, learn: Any = True,
                  save_to: str | Path | None = None, save_every_s: Any = 30.0, epsilon: Any = None,
                  alpha: Any = ALPHA, gamma: Any = GAMMA, epsilon_decay: Any = EPSILON_DECAY,
-                 decay_every: Any = DECAY_EVERY, wait_cost: Any = 0.05, max_wait: Any = 3.0, order: str = "fifo",
+                 decay_every: Any = DECAY_EVERY, wait_cost: Any = None, max_wait: Any = None, order: Any = None,
                  seed: Any = 0, max_tasks: Any = 1024, max_nodes: Any = 32):
         self.learn = _as_bool("learn", learn)
         self.alpha = _as_float("alpha", alpha, 1e-9, 1.0)
@@ -109,11 +114,6 @@ class ClqlmrsPolicy(Policy):
         self.epsilon_decay = _as_float("epsilon_decay", epsilon_decay, 1e-9, 1.0)
         self.decay_every = int(_as_float("decay_every", decay_every, 1, 1e9))
         self.save_every_s = _as_float("save_every_s", save_every_s, 0.0, 1e9)
-        self.wait_cost = _as_float("wait_cost", wait_cost, 0.0, 1e3)
-        self.max_wait = _as_float("max_wait", max_wait, 0.0, 1e6)
-        if order not in ("fifo", "q"):
-            raise ValueError(f"order must be 'fifo' or 'q', not {order!r}")
-        self.order = order
         self.seed = int(_as_float("seed", seed, 0, 2 ** 63 - 1))
         # The learned table goes to save_to, never over the --model artifact; a save_to that exists is what a
         # restarted engine resumes from (it wins over --model, which is only the starting point).
@@ -140,6 +140,15 @@ class ClqlmrsPolicy(Policy):
                                  f"{self.model_checksum[:12]}"
         else:
             self.table = QTable.zeros(*self.encoding.shape)
+        # Behaviour settings a model was trained with come back with it unless overridden here.
+        wait_cost = meta.get("wait_cost", DEFAULT_WAIT_COST) if wait_cost is None else wait_cost
+        max_wait = meta.get("max_wait", DEFAULT_MAX_WAIT) if max_wait is None else max_wait
+        order = meta.get("order", "fifo") if order is None else order
+        self.wait_cost = _as_float("wait_cost", wait_cost, 0.0, 1e3)
+        self.max_wait = _as_float("max_wait", max_wait, 0.0, 1e6)
+        if order not in ("fifo", "q"):
+            raise ValueError(f"order must be 'fifo' or 'q', not {order!r}")
+        self.order = order
         if epsilon is None:
             epsilon = ONLINE_EPSILON if self.learn else 0.0
         self.epsilon = _as_float("epsilon", epsilon, 0.0, 1.0)
@@ -160,7 +169,8 @@ class ClqlmrsPolicy(Policy):
 
     def save(self, path: str | Path, meta: dict[str, Any]) -> str:
         return self.table.save(path, POLICY_NAME, {"encoding": self.encoding.describe(), "wait_cost": self.wait_cost,
-                                                   "max_wait": self.max_wait, "seed": self.seed, **meta})
+                                                   "max_wait": self.max_wait, "order": self.order, "seed": self.seed,
+                                                   **meta})
 
     # ------------------------------------------------------------ decisions
 
