@@ -98,3 +98,16 @@ def test_restart_resumes_the_persisted_table_and_learn_false_freezes_it(scenario
         driver.close()
     assert a == b  # frozen: the same episode gives the same result twice
     assert q_path.read_bytes() == before
+
+
+def test_learning_in_process_and_behind_grpc_give_the_same_episodes(scenario):
+    """Exploration draws come from the observations and both drivers attach the same learner: identical runs."""
+    local = InProcessDriver(create("clqlmrs", epsilon=0.3))
+    in_process = [scenario.run_episode(local, seed) for seed in range(3)]
+    proc, driver = _serve("--set", "epsilon=0.3")
+    try:
+        remote = [scenario.run_episode(driver, seed) for seed in range(3)]
+    finally:
+        driver.close()
+    assert remote == in_process
+    assert local.engine.learner.updates > 0
