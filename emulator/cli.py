@@ -84,7 +84,7 @@ def cmd_train(args) -> int:
     try:
         result = train(args.algo, scenario, episodes=args.episodes, seed=args.seed, out=args.out,
                        resume=args.resume, progress=not args.no_progress, options=parse_options(args.set))
-    except UnknownAlgorithm as e:
+    except (UnknownAlgorithm, ValueError) as e:  # bad options, a checkpoint from other settings: say so, no traceback
         raise SystemExit(f"emulator: {e}") from None
     print(json.dumps(result))
     return 0

@@ -45,12 +45,16 @@ class InProcessDriver(Driver):
 
     def __init__(self, policy: Policy):
         self.engine = Engine(policy)
+        self.engine.attach_learner()  # as `policy-engine serve` does, so both modes learn alike
         self.policy_name = policy.name
         self.schedule = self.engine.schedule  # bound directly: the hot path of every emulator step
         self.route = self.engine.route
 
     def report(self, events: Iterable[pb.Event]) -> int:
         return self.engine.report(events)
+
+    def close(self) -> None:
+        self.engine.close()
 
 
 class RemoteDriver(Driver):

@@ -99,11 +99,21 @@ def cmd_info(args) -> int:
     return 0
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the parent exits, so a crashed test or demo leaves no engine behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the caller's cleanup is all there is
+        pass
+
+
 def start_engine_subprocess(policy: str, extra: list[str] | None = None, timeout: float = 60.0):
     """Start `policy-engine serve --port 0` as a child process; return (process, "127.0.0.1:PORT")."""
     cmd = [sys.executable, "-m", "policy_engine.cli", "serve", "--policy", policy, "--port", "0", *(extra or [])]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=_die_with_parent)
     lines = []
     for line in proc.stdout:  # the server prints one line with its bound port once listening
         lines.append(line)

@@ -40,6 +40,7 @@ from policy_engine.types import (
 log = logging.getLogger(__name__)
 
 EventListener = Callable[[pb.Event], None]
+DecisionListener = Callable[[ScheduleObservation, ScheduleDecision], None]
 
 
 class OpportunityTracker:
@@ -155,6 +156,9 @@ class Engine:
         # Called on each observation before the policy sees it, to add what the caller did not send (for example
         # policy_engine.hdfs.BlockLocator.annotate: HDFS block locations of the asks' input paths).
         self.annotators: list[Callable[[ScheduleObservation], None]] = []
+        # Called with (observation, clipped decision) after every Schedule: online learners pair them with Reports.
+        self.decision_listeners: list[DecisionListener] = []
+        self.learner = None
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex()
         self._locality_labels = {loc: loc.name.lower() for loc in Locality}
@@ -179,7 +183,25 @@ class Engine:
         if cut:
             log.debug("policy %s assigned %d containers beyond what node %s allows; removed", self.policy.name, cut,
                       obs.node.node_id)
+        for listener in self.decision_listeners:
+            listener(obs, decision)
         return decision
+
+    def attach_learner(self):
+        """Attach the policy's online learner, if it has one (a policy may define `make_learner()` returning an
+        object with `attach(engine)` and `close()`); the server and the in-process driver both call this, so a
+        learning policy learns the same way behind either. Returns the learner or None."""
+        make = getattr(self.policy, "make_learner", None)
+        learner = make() if make is not None else None
+        if learner is not None:
+            learner.attach(self)
+            self.learner = learner
+        return learner
+
+    def close(self) -> None:
+        """Let the learner persist what it learned (on shutdown)."""
+        if self.learner is not None:
+            self.learner.close()
 
     def route(self, obs: RouteObservation) -> RouteDecision:
         if ROUTE not in self.policy.capabilities:

@@ -96,7 +96,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations.
     """
     metrics = EngineMetrics()
-    engine = engine or Engine(policy, metrics)
+    if engine is None:
+        engine = Engine(policy, metrics)
+        engine.attach_learner()
     engine.metrics = metrics
     locator = None
     if webhdfs:
@@ -123,6 +125,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
 
         start_http_server(metrics_port, addr=host if ":" not in host else "::", registry=metrics.registry)
     await server.start()
+    if engine.learner is not None and hasattr(engine.learner, "describe"):
+        print(f"policy-engine: {engine.learner.describe()}", flush=True)
     for svc in ("", SERVICE_NAME):
         await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
     log.info("policy %s serving yarnrl.v1 on %s:%d%s", policy.name, host, bound,
@@ -148,3 +152,4 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         await server.stop(grace_s)
         if locator is not None:
             locator.close()
+        engine.close()

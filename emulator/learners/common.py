@@ -1,0 +1,86 @@
+"""Tooling every `emulator train` algorithm shares: progress bar, checkpoints with --resume, learning curves.
+
+Checkpoints are model artifacts (policy_engine.artifact: safetensors + JSON metadata, checksummed, written
+atomically), so a run killed mid-write resumes from the previous checkpoint and never from a torn file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from policy_engine.artifact import ArtifactError, load_artifact, save_artifact
+
+CHECKPOINT = "checkpoint.safetensors"
+
+
+def progress(total: int, initial: int = 0, desc: str = "train", enabled: bool = True) -> tqdm:
+    return tqdm(total=total, initial=initial, desc=desc, unit="ep", file=sys.stderr, disable=not enabled,
+                dynamic_ncols=True)
+
+
+def save_checkpoint(out: Path, tensors: dict[str, np.ndarray], meta: dict[str, Any]) -> Path:
+    path = Path(out) / CHECKPOINT
+    save_artifact(path, tensors, meta)
+    return path
+
+
+def load_checkpoint(out: Path, policy: str) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+    """The latest checkpoint in `out`, or None when there is none; a damaged one is an error, not a fresh start."""
+    path = Path(out) / CHECKPOINT
+    if not path.exists():
+        return None
+    try:
+        return load_artifact(path, policy=policy)
+    except ArtifactError as e:
+        raise ArtifactError(f"cannot resume: {e}") from None
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Atomic JSON write (temp file + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def plot_learning_curve(path: Path, history: Sequence[dict[str, Any]], series: Sequence[tuple[str, str]],
+                        title: str, x: str = "episode", secondary: Sequence[tuple[str, str]] = ()) -> Path:
+    """One PNG: `series` (key, label) against `x` on the left axis, `secondary` ones on a right axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for key, label in series:
+        pts = [(h[x], h[key]) for h in history if key in h]
+        if pts:
+            ax.plot(*zip(*pts), marker="o", ms=3, label=label)
+    ax.set_xlabel(x)
+    ax.grid(alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if secondary:
+        ax2 = ax.twinx()
+        for key, label in secondary:
+            pts = [(h[x], h[key]) for h in history if key in h]
+            if pts:
+                ax2.plot(*zip(*pts), ls="--", color="grey", label=label)
+        h2, l2 = ax2.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    ax.legend(handles, labels, fontsize=8, loc="best")
+    ax.set_title(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
