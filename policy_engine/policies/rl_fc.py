@@ -24,9 +24,9 @@ LAYER_NAMES = ("hidden1", "hidden2", "output")
 
 def job_states(obs: RouteObservation) -> np.ndarray:
     """The (jobs, 529) float32 matrix of Table I states, one row per buffered job."""
-    from policy_engine.features.multicluster import rlfc_state
+    from policy_engine.features.multicluster import rlfc_states
 
-    return np.stack([np.asarray(rlfc_state(obs, j), dtype=np.float32) for j in range(len(obs.jobs))])
+    return rlfc_states(obs)
 
 
 def single_threaded_blas() -> None:
