@@ -402,7 +402,7 @@ class RlFcTrainer:
             self.optim.zero_grad()
             loss.backward()
             self.optim.step()
-            losses.append(float(loss))
+            losses.append(loss.item())
         self._sync_behaviour()
         return float(np.mean(losses))
 
