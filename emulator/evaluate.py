@@ -66,6 +66,8 @@ def format_table(result: dict[str, Any]) -> str:
     def cell(v) -> str:
         if isinstance(v, dict) and "mean" in v:
             return f"{v['mean']:.3f} ± {v['std']:.3f}"
+        if isinstance(v, dict):  # counts such as seed 002's F/S/N: "46/4/0"
+            return "/".join(str(x) for x in v.values())
         if isinstance(v, float):
             return f"{v:.3f}"
         return str(v)

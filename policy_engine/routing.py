@@ -1,0 +1,85 @@
+"""What the rule-based routing baselines read from a RouteObservation (seeds 000 and 002).
+
+Kept apart from the policies so that learned policies (baseline-guided exploration) and tests use the same rules.
+Everything here is a pure function of the observation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from policy_engine.types import ClusterState, RouteJob, RouteObservation
+
+WINDOW = 100  # both papers' baselines look at "the nearest past 100 time slices"
+
+
+def mean_occupation(cluster: ClusterState, window: int = WINDOW) -> float:
+    """Average occupation ratio over the latest `window` steps of the history; with no history yet (the first
+    step of an episode), the occupation now."""
+    h = cluster.occupation_history
+    if h.size == 0:
+        cap = cluster.current_capacity or cluster.capacity
+        return 1.0 - cluster.available / cap if cap else 1.0
+    h = h[-window:]
+    return float(h.sum(dtype=np.float64)) / h.size
+
+
+def mean_request(job: RouteJob) -> float:
+    """Seed 000's "computing capacity requirement": the expected executor count of one execution (the mean of the
+    10 equally likely counts)."""
+    d = job.request_distribution
+    return float(d.sum()) / d.size if d.size else 0.0
+
+
+def most_likely(distribution: np.ndarray) -> int:
+    """The most frequent of the 10 executor counts (the smallest of equally frequent ones)."""
+    values = distribution.tolist()
+    if not values:
+        return 0
+    return max(sorted(set(values)), key=values.count)  # max() keeps the first (smallest) of equal counts
+
+
+def most_likely_per_cluster(job: RouteJob, obs: RouteObservation) -> list[int]:
+    """Seed 002's ER_i for each cluster of the observation, from the job's per-cluster demand when it has one."""
+    by_cluster = {d.cluster_id: d.request_distribution for d in job.per_cluster}
+    return [most_likely(by_cluster.get(c.cluster_id, job.request_distribution)) for c in obs.clusters]
+
+
+def worker_request(job: RouteJob, obs: RouteObservation) -> float:
+    """Seed 002's job worker request: the average over clusters of the most likely executor count."""
+    per = most_likely_per_cluster(job, obs)
+    return sum(per) / len(per)
+
+
+def argmin_first(values) -> int:
+    """Index of the smallest value; ties go to the earliest (buffer order = arrival order, cluster order)."""
+    best, best_v = 0, values[0]
+    for i, v in enumerate(values):
+        if v < best_v:
+            best, best_v = i, v
+    return best
+
+
+def argmax_first(values) -> int:
+    best, best_v = 0, values[0]
+    for i, v in enumerate(values):
+        if v > best_v:
+            best, best_v = i, v
+    return best
+
+
+def request_hash(request_id: str, salt: str = "") -> int:
+    """A 64-bit number fixed by the request id: the randomness of the random baselines, identical in-process and
+    over gRPC and reproducible from the episode's seed (the emulator's request ids name scenario, seed and step)."""
+    return int.from_bytes(hashlib.blake2b(f"{salt}{request_id}".encode(), digest_size=8).digest(), "little")
+
+
+def sequence_number(request_id: str) -> tuple[str, int] | None:
+    """Split a request id of the form `<stream>:<n>` (n = Route decisions made before this one in the stream, as
+    the emulator numbers them) into (stream, n); None when it has no such suffix."""
+    stream, sep, n = request_id.rpartition(":")
+    if not sep or not n.isdigit():
+        return None
+    return stream, int(n)
