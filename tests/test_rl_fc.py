@@ -269,3 +269,108 @@ def test_served_policy_gives_the_in_process_decisions(model_file):
             obs = _obs(1 + seed % 6, seed)
             a, b = local.route(obs), remote.route(obs)
             assert (a.job_index, a.cluster_id) == (b.job_index, b.cluster_id)
+
+
+# ---------------------------------------------------------------- training end to end on the real emulator
+
+TINY = ["--set", "hidden=[16,8]", "--set", "train_samples=20", "--set", "minibatch=10", "--set", "buffer_size=300",
+        "--set", "eval_every=2", "--set", "eval_episodes=2", "--set", "checkpoint_every=2",
+        "--set", "baselines=sf-e,random"]
+
+
+def _train_cli(out, episodes, *extra):
+    """`emulator train` on 40-job Uniform episodes with a tiny network; returns its JSON summary."""
+    import contextlib
+    import io
+    import json
+
+    from emulator.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["train", "--scenario", "multicluster-uniform", "--param", "jobs=40", "--algo", "rl-fc",
+                     "--episodes", str(episodes), "--seed", "3", "--out", str(out), "--no-progress", *TINY,
+                     *extra]) == 0
+    return json.loads(buf.getvalue().strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rlfc-run")
+    return out, _train_cli(out, 4)
+
+
+def test_tiny_training_run_end_to_end(tiny_run):
+    import json
+
+    from emulator.drivers import make_driver
+    from emulator.scenario import get_scenario
+    from policy_engine.artifact import load_artifact
+
+    out, summary = tiny_run
+    assert summary["episodes"] == 4 and summary["scenario"] == "multicluster-uniform"
+    for name in ("model.safetensors", "best-model.safetensors", "checkpoint.pt", "learning-curve.json",
+                 "learning-curve.png"):
+        assert (out / name).stat().st_size > 0, name
+    tensors, meta = load_artifact(out / "model.safetensors", policy="rl-fc")
+    assert tensors["hidden1.weight"].shape == (16, 529) and tensors["output.weight"].shape == (5, 8)
+    assert meta["scenario"] == "multicluster-uniform" and meta["seed"] == 3 and meta["episodes_trained"] == 4
+    assert meta["hyperparameters"]["hidden"] == [16, 8] and meta["hyperparameters"]["gamma"] == 0.02
+    assert meta["code_version"] and meta["checksum"] == summary["checksum"]
+    assert set(meta["baselines_validation"]) == {"sf-e", "random"}
+    assert meta["validation"]["tmdl"] == summary["final"]["tmdl"]
+    curve = json.loads((out / "learning-curve.json").read_text())
+    assert [r["episode"] for r in curve["evaluations"]] == [2, 4]
+    rows = curve["episodes"]
+    assert [r["episode"] for r in rows] == [1, 2, 3, 4]
+    assert rows[0]["eps1"] == pytest.approx(0.8) and rows[-1]["eps1"] == pytest.approx(1e-5)
+    # 40 jobs: every decision is valued once its job finished; a training pass once 20 are buffered
+    assert all(r["decisions"] == 40 and r["valued"] == 40 for r in rows)
+    assert rows[0]["mean_value"] < 0 and all(r["loss"] is not None for r in rows)
+    # the trained model is a working `rl-fc` policy
+    with make_driver("rl-fc", model=str(out / "model.safetensors")) as d:
+        m = get_scenario("multicluster-uniform", jobs=40).run_episode(d, 0)
+    assert m["tmdl"] >= 0 and m["ajdr"] >= 0
+    # without --resume an existing run is not overwritten
+    with pytest.raises(ValueError, match="--resume"):
+        _train_cli(out, 4)
+
+
+def test_resume_continues_exactly_where_the_run_stopped(tiny_run, tmp_path, monkeypatch):
+    from emulator.learners import rl_fc
+    from policy_engine.artifact import load_artifact
+
+    straight_dir, straight = tiny_run
+    run = rl_fc.RlFcTrainer.run_episode
+
+    def killed_after_two(self):
+        if self.episode == 2:
+            raise KeyboardInterrupt  # the process dies after the checkpoint of episode 2
+        return run(self)
+
+    monkeypatch.setattr(rl_fc.RlFcTrainer, "run_episode", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        _train_cli(tmp_path, 4)
+    monkeypatch.setattr(rl_fc.RlFcTrainer, "run_episode", run)
+    with pytest.raises(ValueError, match="other hyper-parameters"):
+        _train_cli(tmp_path, 4, "--resume", "--set", "lr=0.5")
+    resumed = _train_cli(tmp_path, 4, "--resume")
+    assert resumed["episodes"] == 4
+    a, _ = load_artifact(straight_dir / "model.safetensors")
+    b, _ = load_artifact(tmp_path / "model.safetensors")
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+    assert resumed["final"] == straight["final"]
+
+
+def test_remote_episodes_match_in_process(tiny_run):
+    """Whole emulator episodes with `rl-fc` behind `policy-engine serve` give the in-process metrics."""
+    from emulator.evaluate import compare
+    from emulator.scenario import get_scenario
+
+    out, _ = tiny_run
+    scenario = get_scenario("multicluster-beta", jobs=60)
+    models = {"rl-fc": str(out / "model.safetensors")}
+    local = compare(scenario, ["rl-fc"], 2, 5, models=models, progress=False)
+    remote = compare(scenario, ["rl-fc"], 2, 5, models=models, remote="spawn", progress=False)
+    assert local["policies"] == remote["policies"]

@@ -43,6 +43,7 @@ MODEL = "model.safetensors"
 BEST_MODEL = "best-model.safetensors"
 CURVE_JSON = "learning-curve.json"
 CURVE_PNG = "learning-curve.png"
+PLOT_EVERY_S = 300.0
 
 
 @dataclass
@@ -336,7 +337,13 @@ class RlFcTrainer:
         self.train_rows: list[dict[str, Any]] = []  # one row per training episode
         self.baselines: dict[str, dict[str, float]] = {}
         self.best: dict[str, Any] | None = None
-        self.train_seconds = 0.0
+        self.train_seconds = 0.0   # playing training episodes, valuing them and the training passes
+        self.wall_seconds = 0.0    # the whole run: training, evaluations, checkpoints
+        self._plotted_at = time.monotonic()
+
+    def plot_due(self) -> bool:
+        """The PNG is redrawn at most every PLOT_EVERY_S during a run (matplotlib takes seconds), and at the end."""
+        return time.monotonic() - self._plotted_at >= PLOT_EVERY_S
 
     # ---------------------------------------------------------------- set-up
 
@@ -434,6 +441,7 @@ class RlFcTrainer:
             "n_clusters": self.n_actions, "validation": {"episodes": self.cfg.eval_episodes,
                                                          "seed": self.cfg.eval_seed, **metrics},
             "baselines_validation": self.baselines, "train_seconds": round(self.train_seconds, 1),
+            "wall_seconds": round(self.wall_seconds, 1),
             "model_version": f"rl-fc-{self.scenario.name}-s{self.seed}-ep{self.episode}",
         }
 
@@ -455,7 +463,7 @@ class RlFcTrainer:
             "torch_rng": torch.get_rng_state(),
             "curve": json.dumps(self.curve), "train_rows": json.dumps(self.train_rows),
             "baselines": json.dumps(self.baselines), "best": json.dumps(self.best),
-            "train_seconds": self.train_seconds,
+            "train_seconds": self.train_seconds, "wall_seconds": self.wall_seconds,
         }
         tmp = self.out / f".{CHECKPOINT}.tmp"
         torch.save(state, tmp)
@@ -489,16 +497,19 @@ class RlFcTrainer:
         self.baselines = json.loads(state["baselines"])
         self.best = json.loads(state["best"])
         self.train_seconds = float(state["train_seconds"])
+        self.wall_seconds = float(state.get("wall_seconds", 0.0))
         self._sync_behaviour()
 
-    def write_curve(self) -> None:
+    def write_curve(self, plot: bool = True) -> None:
         data = {"scenario": self.scenario.name, "seed": self.seed, "config": dataclasses.asdict(self.cfg),
                 "baselines": self.baselines, "evaluations": self.curve, "episodes": self.train_rows,
-                "train_seconds": round(self.train_seconds, 1)}
+                "train_seconds": round(self.train_seconds, 1), "wall_seconds": round(self.wall_seconds, 1)}
         tmp = self.out / f".{CURVE_JSON}.tmp"
         tmp.write_text(json.dumps(data, indent=1))
         os.replace(tmp, self.out / CURVE_JSON)
-        plot_learning_curve(data, self.out / CURVE_PNG)
+        if plot:
+            plot_learning_curve(data, self.out / CURVE_PNG)
+            self._plotted_at = time.monotonic()
 
 
 class _Probed(Exception):
@@ -565,12 +576,14 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
                          f"choose another --out")
     if resume and not ckpt.exists():
         raise ValueError(f"--resume: no {CHECKPOINT} in {out}")
+    started = time.perf_counter()
     trainer = RlFcTrainer(scenario, cfg, seed, out)
     if resume:
         trainer.restore(ckpt)
     else:
         trainer.ensure_network()
     trainer.evaluate_baselines()
+    trainer.wall_seconds += time.perf_counter() - started
     bar = tqdm(total=cfg.episodes, initial=trainer.episode, desc=f"rl-fc {scenario.name}", unit="ep",
                file=sys.stderr, disable=not progress, dynamic_ncols=True)
     last_eval = trainer.curve[-1] if trainer.curve else None
@@ -581,9 +594,10 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
         ep = trainer.episode
         if ep % cfg.eval_every == 0 or ep == cfg.episodes:
             last_eval = trainer.evaluate()
-        if ep % cfg.checkpoint_every == 0 or ep == cfg.episodes:
+        trainer.wall_seconds += time.perf_counter() - t0
+        if ep % cfg.checkpoint_every == 0 and ep < cfg.episodes:
             trainer.checkpoint()
-            trainer.write_curve()
+            trainer.write_curve(plot=trainer.plot_due())
         post = {"eps1": f"{row['eps1']:.3f}", "tmdl": f"{row['tmdl']:.0f}"}
         if row["loss"] is not None:
             post["loss"] = f"{row['loss']:.4f}"
@@ -593,14 +607,17 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
         bar.update(1)
     bar.close()
     if not trainer.curve or trainer.curve[-1]["episode"] != trainer.episode:
+        t0 = time.perf_counter()
         trainer.evaluate()
+        trainer.wall_seconds += time.perf_counter() - t0
     final = trainer.curve[-1]
     checksum = trainer.save_model(out / MODEL, network_tensors(trainer.net),
                                   {k: final[k] for k in ("tmdl", "ajdr", "eval_app")})
     trainer.checkpoint()
     trainer.write_curve()
     return {"algo": "rl-fc", "scenario": scenario.name, "seed": seed, "episodes": trainer.episode,
-            "train_seconds": round(trainer.train_seconds, 1), "model": str(out / MODEL), "checksum": checksum,
+            "train_seconds": round(trainer.train_seconds, 1), "wall_seconds": round(trainer.wall_seconds, 1),
+            "model": str(out / MODEL), "checksum": checksum,
             "best_model": str(out / BEST_MODEL), "best": trainer.best,
             "final": {k: final[k] for k in ("tmdl", "ajdr", "eval_app")}, "baselines": trainer.baselines,
             "learning_curve": str(out / CURVE_PNG)}
