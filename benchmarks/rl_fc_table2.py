@@ -63,14 +63,14 @@ def score_ratio(rl: float, base: float) -> float:
     return math.inf if base == 0 else rl / base
 
 
-def compare_pattern(pattern: str, model: Path, episodes: int, seed: int, baseline: str) -> dict:
+def compare_pattern(pattern: str, model: Path, episodes: int, seed: int, baseline: str,
+                    progress: bool = True) -> dict:
     scenario = get_scenario(f"multicluster-{pattern}")
     t0 = time.perf_counter()
-    rl = run_policy(scenario, "rl-fc", episodes, seed, model=str(model))
+    rl = run_policy(scenario, "rl-fc", episodes, seed, model=str(model), progress=progress)
     t_rl = time.perf_counter() - t0
-    base = run_policy(scenario, baseline, episodes, seed)
+    base = run_policy(scenario, baseline, episodes, seed, progress=progress)
     rl_scores = scores_000(rl, base)
-    base_scores = scores_000(base, rl)
     table = {}
     for key in ("tmdl", "ajdr"):
         r, b = float(np.mean([e[key] for e in rl])), float(np.mean([e[key] for e in base]))
@@ -79,7 +79,6 @@ def compare_pattern(pattern: str, model: Path, episodes: int, seed: int, baselin
         # Score-A/C/D of the baseline are what RL-FC does not win; for B an "even" episode gives both 0.5.
         b = 100.0 - rl_scores[key]
         table[key] = {"rl": rl_scores[key], "baseline": b, "ratio": score_ratio(rl_scores[key], b)}
-    del base_scores
     return {"scenario": scenario.name, "model": str(model), "table": table,
             "beats_baseline": table["tmdl"]["rl"] < table["tmdl"]["baseline"]
             and table["ajdr"]["rl"] < table["ajdr"]["baseline"],
@@ -93,19 +92,16 @@ def fmt(v: float) -> str:
 
 
 def print_table(results: dict, baseline: str) -> None:
-    pats = list(results)
-    head = f"{'Metric':<8}" + "".join(f" | {p + ' (ours: RL, ' + baseline.upper() + ', ratio)':<34}"
-                                      f"{'paper':<22}" for p in pats)
-    print(head)
-    print("-" * len(head))
-    for key in ROWS:
-        line = f"{LABEL[key]:<8}"
-        for p in pats:
-            t = results[p]["table"][key]
-            ours = f"{fmt(t['rl'])} {fmt(t['baseline'])} {fmt(t['ratio'])}"
-            paper = " ".join(fmt(x) for x in PAPER[p][key])
-            line += f" | {ours:<34}{paper:<22}"
-        print(line)
+    """One block per pattern, as Table II's column groups: ours (RL-FC, baseline, ratio) beside the paper's."""
+    b = baseline.upper()
+    for p, r in results.items():
+        print(f"\n{p.capitalize()} arriving pattern")
+        print(f"{'Metric':<8}  {'RL-FC':>8} {b:>8} {'Ratio':>7}   | paper: {'RL':>7} {'SF-E':>7} {'Ratio':>6}")
+        for key in ROWS:
+            t = r["table"][key]
+            pr = PAPER[p][key]
+            print(f"{LABEL[key]:<8}  {fmt(t['rl']):>8} {fmt(t['baseline']):>8} {fmt(t['ratio']):>7}   |        "
+                  f"{fmt(pr[0]):>7} {fmt(pr[1]):>7} {fmt(pr[2]):>6}")
 
 
 def plot_fig5(results: dict, baseline: str, path: Path) -> None:
@@ -202,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         if not model.exists():
             raise SystemExit(f"rl_fc_table2: no model {model}; train one with `emulator train --scenario "
                              f"multicluster-{pat} --algo rl-fc --out runs/rl-fc-{pat}`")
-        results[pat] = compare_pattern(pat, model, args.episodes, args.seed, args.baseline)
+        results[pat] = compare_pattern(pat, model, args.episodes, args.seed, args.baseline,
+                                       progress=not args.no_progress)
     print(f"Table II: RL-FC vs {args.baseline.upper()}, {args.episodes} test episodes of 500 jobs, seeds "
           f"{args.seed}..{args.seed + args.episodes - 1} (ratio = baseline/RL for TMDL, AJDR; RL/baseline for "
           f"scores)")
