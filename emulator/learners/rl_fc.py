@@ -423,7 +423,9 @@ class RlFcTrainer:
     def evaluate(self) -> dict[str, Any]:
         tensors = network_tensors(self.net)
         m = evaluate_policy(self.scenario, RlFcPolicy(tensors=tensors), self.cfg)
-        row = {"episode": self.episode, "eps1": self.behaviour.eps1, **m}
+        # Time spent so far (the evaluation itself not included): when the greedy policy first beats a baseline.
+        row = {"episode": self.episode, "eps1": self.behaviour.eps1, **m,
+               "train_seconds": round(self.train_seconds, 1), "wall_seconds": round(self.wall_seconds, 1)}
         self.curve.append(row)
         if self.best is None or m["eval_app"] > self.best["eval_app"]:
             self.best = dict(row)
