@@ -332,7 +332,7 @@ def test_tiny_training_run_end_to_end(tiny_run):
         m = get_scenario("multicluster-uniform", jobs=40).run_episode(d, 0)
     assert m["tmdl"] >= 0 and m["ajdr"] >= 0
     # without --resume an existing run is not overwritten
-    with pytest.raises(ValueError, match="--resume"):
+    with pytest.raises(SystemExit, match="--resume"):
         _train_cli(out, 4)
 
 
@@ -352,7 +352,7 @@ def test_resume_continues_exactly_where_the_run_stopped(tiny_run, tmp_path, monk
     with pytest.raises(KeyboardInterrupt):
         _train_cli(tmp_path, 4)
     monkeypatch.setattr(rl_fc.RlFcTrainer, "run_episode", run)
-    with pytest.raises(ValueError, match="other hyper-parameters"):
+    with pytest.raises(SystemExit, match="other hyper-parameters"):
         _train_cli(tmp_path, 4, "--resume", "--set", "lr=0.5")
     resumed = _train_cli(tmp_path, 4, "--resume")
     assert resumed["episodes"] == 4
