@@ -13,6 +13,7 @@ import numpy as np
 from policy_engine.types import ClusterState, RouteJob, RouteObservation
 
 WINDOW = 100  # both papers' baselines look at "the nearest past 100 time slices"
+_sum = np.add.reduce  # ndarray.sum without its Python-level wrapper: these run on every routing decision
 
 
 def mean_occupation(cluster: ClusterState, window: int = WINDOW) -> float:
@@ -23,14 +24,14 @@ def mean_occupation(cluster: ClusterState, window: int = WINDOW) -> float:
         cap = cluster.current_capacity or cluster.capacity
         return 1.0 - cluster.available / cap if cap else 1.0
     h = h[-window:]
-    return float(h.sum(dtype=np.float64)) / h.size
+    return float(_sum(h, dtype=np.float64)) / h.size
 
 
 def mean_request(job: RouteJob) -> float:
     """Seed 000's "computing capacity requirement": the expected executor count of one execution (the mean of the
     10 equally likely counts)."""
     d = job.request_distribution
-    return float(d.sum()) / d.size if d.size else 0.0
+    return float(_sum(d)) / d.size if d.size else 0.0
 
 
 def most_likely(distribution: np.ndarray) -> int:
@@ -38,11 +39,17 @@ def most_likely(distribution: np.ndarray) -> int:
     values = distribution.tolist()
     if not values:
         return 0
+    first = values[0]
+    if 2 * values.count(first) > len(values):   # a majority value is the mode (the usual shape: base + peaks)
+        return first
     return max(sorted(set(values)), key=values.count)  # max() keeps the first (smallest) of equal counts
 
 
 def most_likely_per_cluster(job: RouteJob, obs: RouteObservation) -> list[int]:
     """Seed 002's ER_i for each cluster of the observation, from the job's per-cluster demand when it has one."""
+    if len(job.per_cluster) == len(obs.clusters) and all(
+            d.cluster_id == c.cluster_id for d, c in zip(job.per_cluster, obs.clusters)):
+        return [most_likely(d.request_distribution) for d in job.per_cluster]   # the usual case: same order
     by_cluster = {d.cluster_id: d.request_distribution for d in job.per_cluster}
     return [most_likely(by_cluster.get(c.cluster_id, job.request_distribution)) for c in obs.clusters]
 

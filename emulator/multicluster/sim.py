@@ -96,7 +96,8 @@ class MultiClusterSim:
         self.federation = federation
         self.pattern = pattern
         self.profile = profile
-        self.n_jobs = n_jobs
+        self.episode_jobs = n_jobs   # jobs drawn per episode
+        self.n_jobs = n_jobs         # jobs of the current episode
         self.local_scheduler = local_scheduler
         self.history = history
         self.tag = tag
@@ -106,38 +107,50 @@ class MultiClusterSim:
 
     # ------------------------------------------------------------ episode
 
-    def reset(self, seed: int) -> RouteObservation | None:
+    def reset(self, seed: int, workload: Workload | None = None) -> RouteObservation | None:
+        """Start the episode of `seed` (its workload drawn from the seed, or the given one)."""
         fed = self.federation
-        hetero = np.asarray(fed.hetero_factors, dtype=float) if fed.hetero_factors is not None else None
-        w = generate(self.n_jobs, self.pattern, self.profile, fed.n, seed, hetero)
-        self.workload = w
+        if workload is None:
+            hetero = np.asarray(fed.hetero_factors, dtype=float) if fed.hetero_factors is not None else None
+            workload = generate(self.episode_jobs, self.pattern, self.profile, fed.n, seed, hetero)
+        elif workload.run.shape[1] != fed.n:
+            raise ValueError(f"workload is for {workload.run.shape[1]} clusters, the federation has {fed.n}")
+        w = self.workload = workload
+        n = self.n_jobs = w.n_jobs
         self.seed = seed
         c = fed.n
-        self._normal = np.asarray(fed.capacities, dtype=np.int64)
-        self.capacity = self._normal.copy()                    # in effect (elastic expansion included)
-        self.busy = np.zeros(c, dtype=np.int64)
-        self.missed = np.zeros(c, dtype=np.int64)
+        # per-cluster counters: Python ints (updated several times per step; numpy scalar updates cost ~4x more)
+        self._normal = list(fed.capacities)
+        self._cap = list(fed.capacities)                       # in effect (elastic expansion included)
+        self._busy = [0] * c
+        self._missed = [0] * c
         self._elastic = [i for i, e in enumerate(fed.is_elastic) if e]
-        self._max_capacity = self._normal + np.where(fed.is_elastic, fed.elastic_max, 0)
+        self._max_capacity = [cap + (fed.elastic_max if e else 0) for cap, e in zip(fed.capacities, fed.is_elastic)]
+        self._hetero = [float(h) for h in fed.hetero_factors] if fed.hetero_factors is not None else [0.0] * c
         self._occ = np.zeros((c, 4096), dtype=np.float32)     # occupation ratio per cluster per step
-        self._queues: list[list[tuple]] = [[] for _ in range(c)]
-        self._dirty = [False] * c
+        self._occ_len = self._occ.shape[1]
+        self._ratio_col = np.zeros((c, 1), dtype=np.float32)
+        self._ratio_stale = False
+        self._queues: list[list[tuple]] = [[] for _ in range(c)]  # (job, batch, executors, request, queued at)
+        self._dirty: list[int] = []                           # clusters whose queue or free executors changed
         self._completions: list[tuple] = []                   # (finish, seq, cluster, job, batch, executors, req)
         self._releases: list[tuple] = []                      # (time, seq, job, batch)
         self._seq = 0
         self.buffer: list[int] = []
-        self._route_jobs: list[RouteJob | None] = [None] * w.n_jobs
+        self._route_jobs: list[RouteJob | None] = [None] * n
         self._next_arrival = 0
-        self.cluster_of = np.full(w.n_jobs, -1, dtype=np.int64)
-        self.job_missed = np.zeros(w.n_jobs, dtype=np.int64)
-        self._ratio_delay: list[list[float]] = [[] for _ in range(w.n_jobs)]
-        self._ratio_std: list[list[float]] = [[] for _ in range(w.n_jobs)]
+        self._cluster_of = [-1] * n
+        self._job_missed = [0] * n
+        self._ratio_delay: list[list[float]] = [[] for _ in range(n)]
+        self._ratio_std: list[list[float]] = [[] for _ in range(n)]
         self.finished = 0
+        self.finished_delay = 0.0      # sum over finished jobs of 100 * mean(AR/OR - 1): AJDR * N at the end
+        self.finished_standard = 0.0   # sum over finished jobs of 100 * mean(AR/SR): AJER * N at the end
         self.decisions = 0
         self.events: list[pb.Event] = []
         self.t = 0
         self.done = False
-        # hot-loop views as Python lists (scalar access to numpy arrays is slow)
+        # the workload as Python lists for the event loop (scalar access to numpy arrays is slow)
         self._arrival = w.arrival.tolist()
         self._execs = w.executions.tolist()
         self._period = w.period.tolist()
@@ -145,9 +158,16 @@ class MultiClusterSim:
         self._std = w.standard_runtime.tolist()
         self._dl = w.cluster_deadline.tolist()
         self._dist = w.distribution
-        self._slot = w.slot
-        self._job_ids = [f"j{i}" for i in range(w.n_jobs)]
+        self._slots = w.slot.tolist()
+        self._job_ids = [f"j{i}" for i in range(n)]
         self._fifo = self.local_scheduler == FIFO
+        self._job_fields = {   # RouteJob fields as Python numbers, converted once per episode
+            "category": w.category.tolist(), "runtime": w.standard_runtime.astype(float).tolist(),
+            "deadline": w.deadline.astype(float).tolist(), "duration": w.duration.astype(float).tolist(),
+            "expected_hetero": w.expected_hetero.astype(float).tolist(), "sensitivity": w.sensitivity.tolist(),
+            "cluster_std": w.cluster_standard_runtime.astype(float).tolist(),
+            "cluster_deadline": w.cluster_deadline.astype(float).tolist(),
+        }
         return self._run_until_decision()
 
     def step(self, decision: RouteDecision) -> RouteObservation | None:
@@ -160,10 +180,10 @@ class MultiClusterSim:
             raise ValueError(f"unknown cluster {decision.cluster_id}; clusters are {self.cluster_ids}")
         job = self.buffer.pop(decision.job_index)
         self._route_jobs[job] = None
-        self.cluster_of[job] = c
+        self._cluster_of[job] = c
         self.decisions += 1
-        self._request(job, 0, c, self._arrival[job])
         t = self.t
+        self._request(job, 0, c, self._arrival[job], t)
         self._schedule_dirty(t)
         nxt = t + 1 if self.buffer else self._next_event_time(t)
         self._record(t, nxt)
@@ -174,12 +194,30 @@ class MultiClusterSim:
         ev, self.events = self.events, []
         return ev
 
+    # numpy views of the per-cluster counters, for callers outside the event loop
+    @property
+    def busy(self) -> np.ndarray:
+        return np.array(self._busy, dtype=np.int64)
+
+    @property
+    def capacity(self) -> np.ndarray:
+        return np.array(self._cap, dtype=np.int64)
+
+    @property
+    def missed(self) -> np.ndarray:
+        return np.array(self._missed, dtype=np.int64)
+
+    @property
+    def occupation(self) -> np.ndarray:
+        """Occupation ratio per cluster of every step so far, shape (C, t)."""
+        return self._occ[:, :self.t]
+
     def result(self) -> EpisodeResult:
         if not self.done:
             raise RuntimeError("episode not finished")
-        return EpisodeResult(tmdl=int(self.missed.sum()), ratio_delay=self._ratio_delay,
-                             ratio_standard=self._ratio_std, missed_per_job=self.job_missed,
-                             cluster_of_job=self.cluster_of, steps=self.t, decisions=self.decisions)
+        return EpisodeResult(tmdl=sum(self._missed), ratio_delay=self._ratio_delay, ratio_standard=self._ratio_std,
+                             missed_per_job=np.array(self._job_missed), cluster_of_job=np.array(self._cluster_of),
+                             steps=self.t, decisions=self.decisions)
 
     # ------------------------------------------------------------ observation
 
@@ -189,70 +227,84 @@ class MultiClusterSim:
 
     def observation(self) -> RouteObservation:
         t = self.t
-        lo = max(0, t - self.history)
+        lo = t - self.history if t > self.history else 0
         occ = self._occ
-        cap = self.capacity.tolist()
-        busy = self.busy.tolist()
-        missed = self.missed.tolist()
-        normal = self._normal.tolist()
-        max_cap = self._max_capacity.tolist()
-        hetero = self.federation.hetero_factors
-        elastic = self.federation.is_elastic
-        clusters = [
-            ClusterState(self.cluster_ids[i], normal[i], max_cap[i], cap[i], max(cap[i] - busy[i], 0),
-                         float(hetero[i]) if hetero is not None else 0.0, occ[i, lo:t], missed[i],
-                         len(self._queues[i]), elastic[i])
-            for i in range(len(cap))
-        ]
+        cap, busy, missed, queues = self._cap, self._busy, self._missed, self._queues
+        normal, max_cap, hetero, elastic = self._normal, self._max_capacity, self._hetero, self.federation.is_elastic
+        clusters = []
+        for i, cid in enumerate(self.cluster_ids):
+            free = cap[i] - busy[i]
+            clusters.append(ClusterState(cid, normal[i], max_cap[i], cap[i], free if free > 0 else 0, hetero[i],
+                                         occ[i, lo:t], missed[i], len(queues[i]), elastic[i]))
+        route_jobs = self._route_jobs
         jobs = []
         for j in self.buffer:
-            rj = self._route_jobs[j]
+            rj = route_jobs[j]
             if rj is None:
-                rj = self._route_jobs[j] = self._make_route_job(j)
+                rj = route_jobs[j] = self._make_route_job(j)
             jobs.append(rj)
-        return RouteObservation(jobs=jobs, clusters=clusters, time=float(t), request_id=self.request_id())
+        return RouteObservation(jobs=jobs, clusters=clusters, time=float(t),
+                                request_id=f"{self.tag}/{self.seed}:{self.decisions}")
 
     def _make_route_job(self, j: int) -> RouteJob:
         w = self.workload
+        f = self._job_fields
         per_cluster = ()
         if self.federation.hetero_factors is not None:
-            per_cluster = tuple(
-                ClusterDemand(cid, w.distribution[j, i], float(w.cluster_standard_runtime[j, i]),
-                              float(w.cluster_deadline[j, i]))
-                for i, cid in enumerate(self.cluster_ids))
+            std, dl = f["cluster_std"][j], f["cluster_deadline"][j]
+            per_cluster = tuple(ClusterDemand(cid, w.distribution[j, i], std[i], dl[i])
+                                for i, cid in enumerate(self.cluster_ids))
         return RouteJob(
-            job_id=self._job_ids[j], category=JobCategory(int(w.category[j])),
-            request_distribution=w.base_distribution[j], executor_runtime=float(w.standard_runtime[j]),
-            deadline=float(w.deadline[j]), duration=float(w.duration[j]), executions=int(w.executions[j]),
-            submit_time=float(w.arrival[j]), expected_hetero_factor=float(w.expected_hetero[j]),
-            hetero_sensitivity=int(w.sensitivity[j]), per_cluster=per_cluster)
+            job_id=self._job_ids[j], category=JobCategory(f["category"][j]),
+            request_distribution=w.base_distribution[j], executor_runtime=f["runtime"][j],
+            deadline=f["deadline"][j], duration=f["duration"][j], executions=self._execs[j],
+            submit_time=float(self._arrival[j]), expected_hetero_factor=f["expected_hetero"][j],
+            hetero_sensitivity=f["sensitivity"][j], per_cluster=per_cluster)
 
     # ------------------------------------------------------------ the event loop
 
     def _run_until_decision(self) -> RouteObservation | None:
         n_jobs = self.n_jobs
+        arrival = self._arrival
+        comp = self._completions
+        rel = self._releases
+        buffer = self.buffer
+        elastic = self._elastic
+        window = self.federation.elastic_window
         while True:
             t = self.t
-            if t > MAX_STEPS:
-                raise RuntimeError(f"episode did not finish within {MAX_STEPS} steps")
-            arrival = self._arrival
-            while self._next_arrival < n_jobs and arrival[self._next_arrival] <= t:
-                self.buffer.append(self._next_arrival)
-                self._next_arrival += 1
-            if self._completions and self._completions[0][0] <= t:
+            na = self._next_arrival
+            if na < n_jobs and arrival[na] <= t:
+                while na < n_jobs and arrival[na] <= t:
+                    buffer.append(na)
+                    na += 1
+                self._next_arrival = na
+            if comp and comp[0][0] <= t:
                 self._complete(t)
-            if self._releases and self._releases[0][0] <= t:
+            if rel and rel[0][0] <= t:
                 self._release(t)
-            if self._elastic and t > 0 and t % self.federation.elastic_window == 0:
+            if elastic and t % window == 0 and t > 0:
                 self._elasticity(t)
-            self._schedule_dirty(t)
-            if self.buffer:
+            if self._dirty:
+                self._schedule_dirty(t)
+            if buffer:
                 return self.observation()
             if self.finished == n_jobs:
                 self._record(t, t + 1)
                 self.done = True
                 return None
-            nxt = self._next_event_time(t)
+            # jump to the next step where something happens
+            nxt = arrival[na] if na < n_jobs else MAX_STEPS + 1
+            if comp and comp[0][0] < nxt:
+                nxt = comp[0][0]
+            if rel and rel[0][0] < nxt:
+                nxt = rel[0][0]
+            if elastic:
+                tick = (t // window + 1) * window
+                if tick < nxt:
+                    nxt = tick
+            if nxt > MAX_STEPS:
+                raise RuntimeError(f"episode did not finish within {MAX_STEPS} steps")
             self._record(t, nxt)
             self.t = nxt
 
@@ -273,59 +325,75 @@ class MultiClusterSim:
 
     def _record(self, t: int, until: int) -> None:
         """Occupation ratio of steps [t, until): constant, since nothing happens in between."""
-        occ = self._occ
-        if until > occ.shape[1]:
-            grown = np.zeros((occ.shape[0], max(until, 2 * occ.shape[1])), dtype=np.float32)
-            grown[:, :occ.shape[1]] = occ
-            self._occ = occ = grown
-        occ[:, t:until] = (self.busy / self.capacity)[:, None]
+        if self._ratio_stale:
+            self._ratio_col = (np.array(self._busy, dtype=np.float32) / np.array(self._cap, dtype=np.float32)
+                               )[:, None]
+            self._ratio_stale = False
+        if until > self._occ_len:
+            grown = np.zeros((self._occ.shape[0], max(until, 2 * self._occ_len)), dtype=np.float32)
+            grown[:, :self._occ_len] = self._occ
+            self._occ = grown
+            self._occ_len = grown.shape[1]
+        self._occ[:, t:until] = self._ratio_col
 
-    def _request(self, job: int, batch: int, c: int, req_time: int) -> None:
-        executors = int(self._dist[job, c, self._slot[job, batch]])
-        executors = min(executors, int(self._normal[c]))   # a request never exceeds a whole cluster
-        self._queues[c].append((job, batch, executors, req_time, self.t))
-        self._dirty[c] = True
+    def _request(self, job: int, batch: int, c: int, req_time: int, t: int) -> None:
+        """Execution `batch` of `job` asks cluster `c` for its executors (never more than the whole cluster)."""
+        executors = int(self._dist[job, c, self._slots[job][batch]])
+        normal = self._normal[c]
+        self._queues[c].append((job, batch, executors if executors < normal else normal, req_time, t))
+        if c not in self._dirty:
+            self._dirty.append(c)
 
     def _complete(self, t: int) -> None:
         comp = self._completions
-        busy = self.busy
-        std = self._std
-        dl = self._dl
+        busy = self._busy
+        dirty = self._dirty
+        run, std, dl = self._run, self._std, self._dl
+        ratio_delay, ratio_std = self._ratio_delay, self._ratio_std
+        execs = self._execs
+        self._ratio_stale = True
         while comp and comp[0][0] <= t:
             _, _, c, job, batch, executors, req = heapq.heappop(comp)
             busy[c] -= executors
-            self._dirty[c] = True
+            if c not in dirty:
+                dirty.append(c)
             ar = t - req
-            self._ratio_delay[job].append(ar / self._run[job][c])
-            self._ratio_std[job].append(ar / std[job])
+            ratio_delay[job].append(ar / run[job][c])
+            ratio_std[job].append(ar / std[job])
             deadline = dl[job][c]
             if deadline and ar > deadline:
-                self.missed[c] += 1
-                self.job_missed[job] += 1
+                self._missed[c] += 1
+                self._job_missed[job] += 1
                 self.events.append(pb.Event(timestamp_ms=t, deadline_missed=pb.DeadlineMissed(
                     job_id=self._job_ids[job], cluster_id=self.cluster_ids[c])))
-            if batch + 1 < self._execs[job]:
-                release = max(self._arrival[job] + (batch + 1) * self._period[job], t)
+            batch += 1
+            if batch < execs[job]:
+                release = self._arrival[job] + batch * self._period[job]
                 if release <= t:
-                    self._request(job, batch + 1, c, t)
+                    self._request(job, batch, c, t, t)
                 else:
                     self._seq += 1
-                    heapq.heappush(self._releases, (release, self._seq, job, batch + 1))
+                    heapq.heappush(self._releases, (release, self._seq, job, batch))
             else:
                 self._finish(job, c, t)
 
     def _finish(self, job: int, c: int, t: int) -> None:
         self.finished += 1
         ratios = self._ratio_delay[job]
+        mean_delay = sum(ratios) / len(ratios)
+        self.finished_delay += 100.0 * (mean_delay - 1.0)
+        std = self._ratio_std[job]
+        self.finished_standard += 100.0 * sum(std) / len(std)
         self.events.append(pb.Event(timestamp_ms=t, job_finished=pb.JobFinished(
             job_id=self._job_ids[job], cluster_id=self.cluster_ids[c], runtime=float(t - self._arrival[job]),
-            delay_ratio=sum(ratios) / len(ratios), missed_deadlines=int(self.job_missed[job]), succeeded=True)))
+            delay_ratio=mean_delay, missed_deadlines=self._job_missed[job], succeeded=True)))
 
     def _release(self, t: int) -> None:
         rel = self._releases
+        cluster_of = self._cluster_of
         while rel and rel[0][0] <= t:
             _, _, job, batch = heapq.heappop(rel)
-            self._request(job, batch, int(self.cluster_of[job]), t)
+            self._request(job, batch, cluster_of[job], t, t)
 
     def _elasticity(self, t: int) -> None:
         """Seed 002's controller, once per window: +increment (up to max) if the occupation ratio reached the
@@ -334,48 +402,52 @@ class MultiClusterSim:
         fed = self.federation
         occ = self._occ
         for c in self._elastic:
-            expansion = int(self.capacity[c] - self._normal[c])
+            expansion = self._cap[c] - self._normal[c]
             if occ[c, t - fed.elastic_window:t].max() >= fed.elastic_threshold:
                 expansion = min(expansion + fed.elastic_increment, fed.elastic_max)
             else:
                 expansion = max(expansion - fed.elastic_increment, 0)
-            self.capacity[c] = self._normal[c] + expansion
-            self._dirty[c] = True
+            self._cap[c] = self._normal[c] + expansion
+            if c not in self._dirty:
+                self._dirty.append(c)
+        self._ratio_stale = True
 
     def _schedule_dirty(self, t: int) -> None:
+        """Run the local scheduler of every cluster whose queue or free executors changed at step t."""
         dirty = self._dirty
-        for c in range(len(dirty)):
-            if dirty[c]:
-                dirty[c] = False
-                if self._queues[c]:
-                    self._schedule(c, t)
-
-    def _schedule(self, c: int, t: int) -> None:
-        queue = self._queues[c]
-        free = int(self.capacity[c] - self.busy[c])
-        started = 0
-        if self._fifo:
-            while queue and queue[0][2] <= free:
-                job, batch, executors, req, _ = queue.pop(0)
-                free -= executors
-                started += executors
-                self._start(c, job, batch, executors, req, t)
-        else:
-            # halted requests (queued at earlier steps) first, then this step's; each in job arrival order
-            if len(queue) > 1:
-                queue.sort(key=lambda r: (r[4] >= t, r[0]))
-            keep = []
-            for r in queue:
-                if r[2] <= free:
-                    free -= r[2]
-                    started += r[2]
-                    self._start(c, r[0], r[1], r[2], r[3], t)
-                else:
-                    keep.append(r)
-            self._queues[c] = keep
-        if started:
-            self.busy[c] += started
-
-    def _start(self, c: int, job: int, batch: int, executors: int, req: int, t: int) -> None:
-        self._seq += 1
-        heapq.heappush(self._completions, (t + self._run[job][c], self._seq, c, job, batch, executors, req))
+        queues = self._queues
+        cap, busy = self._cap, self._busy
+        comp = self._completions
+        run = self._run
+        for c in dirty:
+            queue = queues[c]
+            if not queue:
+                continue
+            free = cap[c] - busy[c]
+            started = 0
+            if self._fifo:
+                # strict arrival order: the head of the queue blocks everything behind it
+                while queue and queue[0][2] <= free:
+                    job, batch, executors, req, _ = queue.pop(0)
+                    free -= executors
+                    started += executors
+                    self._seq += 1
+                    heapq.heappush(comp, (t + run[job][c], self._seq, c, job, batch, executors, req))
+            else:
+                # halted requests (queued at earlier steps) first, then this step's; each in job arrival order
+                if len(queue) > 1:
+                    queue.sort(key=lambda r: (r[4] >= t, r[0]))
+                keep = []
+                for r in queue:
+                    if r[2] <= free:
+                        free -= r[2]
+                        started += r[2]
+                        self._seq += 1
+                        heapq.heappush(comp, (t + run[r[0]][c], self._seq, c, r[0], r[1], r[2], r[3]))
+                    else:
+                        keep.append(r)
+                queues[c] = keep
+            if started:
+                busy[c] += started
+                self._ratio_stale = True
+        dirty.clear()

@@ -54,6 +54,7 @@ FEDERATION_002 = Federation(
 
 PROFILE_002: JobProfile = replace(
     PROFILE_000,
+    executors=(50, 400),
     executions=(5, 20),
     deadline_slack=(0.1, 0.5),
     expected_hetero=(55.0, 85.0),

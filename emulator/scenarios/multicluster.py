@@ -45,15 +45,15 @@ CLUSTERS_000 = (500, 800, 1200, 1300, 1900)
 
 PROFILE_000 = JobProfile(
     shares=(0.5, 0.25, 0.25),
-    executors=(50, 400),
+    executors=(50, 350),
     runtime=(20, 80),
     stream_executors=(20, 150),
     peak_slots=(0, 4),
     peak_factor=(1.5, 2.5),
     stream_runtime=(5, 20),
-    executions=(10, 30),
+    executions=(15, 40),
     period_factor=(1.5, 3.0),
-    deadline_slack=(0.0, 0.2),
+    deadline_slack=(0.0, 0.15),
 )
 
 PATTERNS_000 = {
