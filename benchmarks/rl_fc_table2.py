@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from emulator.evaluate import run_policy  # noqa: E402
 from emulator.multicluster.metrics import eval_app, ratio, scores_000  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402
+from policy_engine.artifact import load_artifact  # noqa: E402
 
 PATTERNS = ("bernoulli", "uniform", "beta")
 # Table II of the paper: (RL, SF-E, ratio) per metric and pattern.
@@ -66,6 +67,12 @@ def score_ratio(rl: float, base: float) -> float:
 def compare_pattern(pattern: str, model: Path, episodes: int, seed: int, baseline: str,
                     progress: bool = True) -> dict:
     scenario = get_scenario(f"multicluster-{pattern}")
+    _, meta = load_artifact(model, policy="rl-fc")
+    # A model is only meaningful on the workload family it was trained on: say so when the scenario changed since.
+    same_workload = json.loads(json.dumps(meta.get("scenario_params"))) == json.loads(json.dumps(scenario.describe()))
+    if not same_workload:
+        print(f"rl_fc_table2: WARNING: {model} was trained on other {scenario.name} parameters than the current "
+              f"scenario's; retrain it (see README)", file=sys.stderr)
     t0 = time.perf_counter()
     rl = run_policy(scenario, "rl-fc", episodes, seed, model=str(model), progress=progress)
     t_rl = time.perf_counter() - t0
@@ -79,7 +86,8 @@ def compare_pattern(pattern: str, model: Path, episodes: int, seed: int, baselin
         # Score-A/C/D of the baseline are what RL-FC does not win; for B an "even" episode gives both 0.5.
         b = 100.0 - rl_scores[key]
         table[key] = {"rl": rl_scores[key], "baseline": b, "ratio": score_ratio(rl_scores[key], b)}
-    return {"scenario": scenario.name, "model": str(model), "table": table,
+    return {"scenario": scenario.name, "model": str(model), "table": table, "workload_matches_training": same_workload,
+            "model_episodes": meta.get("episodes_trained"), "model_train_seconds": meta.get("train_seconds"),
             "beats_baseline": table["tmdl"]["rl"] < table["tmdl"]["baseline"]
             and table["ajdr"]["rl"] < table["ajdr"]["baseline"],
             "episodes": {"rl-fc": rl, baseline: base}, "rl_seconds": round(t_rl, 1)}
