@@ -6,7 +6,7 @@ Printed in the paper's layout: TMDL and AJDR means with their ratio (baseline / 
 the baseline with their ratio, beside the paper's numbers. Writes the per-episode data as JSON and a PNG like
 Fig. 5 (Eval_app, TMDL, AJDR per test episode, sorted by RL-FC's TMDL).
 
-`--ablation-episodes N` also trains RL-FC on Bernoulli twice for N episodes, with and without the improved
+`--table3` also runs the Uniform model on eased and stressed workloads (Table III). `--ablation-episodes N` trains RL-FC on Bernoulli twice for N episodes, with and without the improved
 ε-greedy (random-only exploration), with the same seed, and plots their validation curves (Fig. 4d).
 
     .venv/bin/python benchmarks/rl_fc_table2.py                      # Table II + Fig. 5 from models/
@@ -65,12 +65,12 @@ def score_ratio(rl: float, base: float) -> float:
 
 
 def compare_pattern(pattern: str, model: Path, episodes: int, seed: int, baseline: str,
-                    progress: bool = True) -> dict:
-    scenario = get_scenario(f"multicluster-{pattern}")
+                    progress: bool = True, demand_scale: float = 1.0) -> dict:
+    scenario = get_scenario(f"multicluster-{pattern}", demand_scale=demand_scale)
     _, meta = load_artifact(model, policy="rl-fc")
     # A model is only meaningful on the workload family it was trained on: say so when the scenario changed since.
     same_workload = json.loads(json.dumps(meta.get("scenario_params"))) == json.loads(json.dumps(scenario.describe()))
-    if not same_workload:
+    if not same_workload and demand_scale == 1.0:
         print(f"rl_fc_table2: WARNING: {model} was trained on other {scenario.name} parameters than the current "
               f"scenario's; retrain it (see README)", file=sys.stderr)
     t0 = time.perf_counter()
@@ -191,6 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(ROOT / "runs" / "rl_fc_table2"), help="where the JSON and PNGs go")
     p.add_argument("--ablation-episodes", type=int, default=0,
                    help="also train the Fig. 4d ablation for this many episodes per variant (default: skip)")
+    p.add_argument("--table3", action="store_true",
+                   help="also Table III: the Uniform model on eased and stressed workloads")
+    p.add_argument("--eased", type=float, default=0.8, help="demand_scale of the eased workload (default 0.8)")
+    p.add_argument("--stressed", type=float, default=1.25,
+                   help="demand_scale of the stressed workload (default 1.25)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
 
@@ -218,6 +223,20 @@ def main(argv: list[str] | None = None) -> int:
                "baseline": args.baseline, "fig5": str(fig5),
                "patterns": {p: {k: v for k, v in r.items() if k != "episodes"} for p, r in results.items()},
                "paper": PAPER, "all_beat_baseline": all(r["beats_baseline"] for r in results.values())}
+    if args.table3:
+        # Table III: the Uniform model, unchanged, on workloads with smaller ("eased") and larger ("stressed")
+        # executor requests than it was trained on (the scenario's demand_scale parameter).
+        model = Path(args.models) / "rl-fc-uniform.safetensors"
+        t3 = {}
+        for label, scale in (("eased", args.eased), ("stressed", args.stressed)):
+            r = compare_pattern("uniform", model, args.episodes, args.seed, args.baseline,
+                                progress=not args.no_progress, demand_scale=scale)
+            t3[label] = {"demand_scale": scale, "table": r["table"], "beats_baseline": r["beats_baseline"]}
+            print(f"\nTable III, Uniform, {label} workload (demand_scale {scale})")
+            for key in ("tmdl", "ajdr", "score_a", "score_b", "score_c", "score_d"):
+                t = r["table"][key]
+                print(f"{LABEL[key]:<8}  {fmt(t['rl']):>8} {fmt(t['baseline']):>8} {fmt(t['ratio']):>7}")
+        summary["table3"] = t3
     if args.ablation_episodes > 0:
         curves = run_ablation(args.ablation_episodes, args.seed, out, progress=not args.no_progress)
         fig4d = out / "rl_fc_fig4d.png"
