@@ -24,11 +24,13 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
+from torch import nn
 
 from emulator.drivers import InProcessDriver
 from emulator.scenario import Scenario
@@ -269,34 +271,19 @@ class ExplorationPolicy(Policy):
         return RouteDecision(job, obs.clusters[c].cluster_id)
 
 
-def _torch():
-    import torch
+class ValueMLP(nn.Module):
+    """The value network: state -> one action value per cluster (section IV-B); layer names match the artifact."""
 
-    return torch
+    def __init__(self, state_dim: int, n_actions: int, hidden: tuple[int, ...]):
+        super().__init__()
+        if len(hidden) != len(LAYER_NAMES) - 1:
+            raise ValueError(f"rl-fc has {len(LAYER_NAMES) - 1} hidden layers; got hidden={hidden}")
+        self.hidden1 = nn.Linear(state_dim, hidden[0])
+        self.hidden2 = nn.Linear(hidden[0], hidden[1])
+        self.output = nn.Linear(hidden[1], n_actions)
 
-
-def build_network(state_dim: int, n_actions: int, hidden: tuple[int, ...]):
-    nn = _torch().nn
-    layers: list = []
-    sizes = [state_dim, *hidden]
-    if len(hidden) != len(LAYER_NAMES) - 1:
-        raise ValueError(f"rl-fc has {len(LAYER_NAMES) - 1} hidden layers; got hidden={hidden}")
-    mods = {}
-    for name, (a, b) in zip(LAYER_NAMES, zip(sizes, sizes[1:] + [n_actions])):
-        mods[name] = nn.Linear(a, b)
-
-    class ValueMLP(nn.Module):
-        def __init__(self):
-            super().__init__()
-            for k, m in mods.items():
-                setattr(self, k, m)
-
-        def forward(self, x):
-            x = _torch().relu(self.hidden1(x))
-            x = _torch().relu(self.hidden2(x))
-            return self.output(x)
-
-    return ValueMLP()
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.output(torch.relu(self.hidden2(torch.relu(self.hidden1(x)))))
 
 
 def network_tensors(net) -> dict[str, np.ndarray]:
@@ -320,7 +307,6 @@ class RlFcTrainer:
     """Holds the network, optimiser, buffer and RNGs of one run; checkpoints all of them for --resume."""
 
     def __init__(self, scenario: Scenario, cfg: RlFcConfig, seed: int, out: Path):
-        torch = _torch()
         torch.set_num_threads(max(1, cfg.threads))
         self.scenario, self.cfg, self.seed, self.out = scenario, cfg, seed, out
         torch.manual_seed(seed)
@@ -361,8 +347,7 @@ class RlFcTrainer:
         self._make_network(*probe.shape)
 
     def _make_network(self, state_dim: int, n_actions: int) -> None:
-        torch = _torch()
-        self.net = build_network(state_dim, n_actions, self.cfg.hidden)
+        self.net = ValueMLP(state_dim, n_actions, self.cfg.hidden)
         opt = torch.optim.Adam if self.cfg.optimizer == "adam" else torch.optim.SGD
         self.optim = opt(self.net.parameters(), lr=self.cfg.lr)
         self.buffer = ReplayBuffer(self.cfg.buffer_size, state_dim)
@@ -397,7 +382,6 @@ class RlFcTrainer:
         """One pass over train_samples decisions sampled from the buffer, in minibatches; mean MSE."""
         if len(self.buffer) < self.cfg.train_samples:
             return None
-        torch = _torch()
         s, a, v = self.buffer.sample(self.cfg.train_samples, self.rng)
         s, a, v = torch.from_numpy(s), torch.from_numpy(a), torch.from_numpy(v)
         losses = []
@@ -454,7 +438,6 @@ class RlFcTrainer:
         return save_artifact(path, tensors, self.metadata(metrics, best))
 
     def checkpoint(self) -> None:
-        torch = _torch()
         state = {
             "config": dataclasses.asdict(self.cfg), "scenario": self.scenario.name, "seed": self.seed,
             "episode": self.episode, "state_dim": self.state_dim, "n_actions": self.n_actions,
@@ -472,7 +455,6 @@ class RlFcTrainer:
         os.replace(tmp, self.out / CHECKPOINT)
 
     def restore(self, path: Path) -> None:
-        torch = _torch()
         try:
             state = torch.load(path, weights_only=True)  # no arbitrary code from a checkpoint file
         except Exception as e:
