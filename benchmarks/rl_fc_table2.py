@@ -158,6 +158,23 @@ def run_ablation(episodes: int, seed: int, out: Path, progress: bool) -> dict:
     return curves
 
 
+def load_run(run_dir: Path) -> dict:
+    """A finished `emulator train --algo rl-fc` run: its learning curve and summary numbers."""
+    from emulator.learners.rl_fc import CURVE_JSON
+
+    path = run_dir / CURVE_JSON
+    if not path.exists():
+        raise SystemExit(f"rl_fc_table2: no {CURVE_JSON} in {run_dir}")
+    curve = json.loads(path.read_text())
+    ev = curve["evaluations"]
+    if not ev:
+        raise SystemExit(f"rl_fc_table2: {run_dir} has no evaluation yet")
+    keys = ("tmdl", "ajdr", "eval_app")
+    return {"curve": curve, "summary": {"final": {k: ev[-1][k] for k in keys},
+                                        "best": max(ev, key=lambda r: r["eval_app"]),
+                                        "train_seconds": curve["train_seconds"]}}
+
+
 def plot_ablation(curves: dict, path: Path) -> None:
     import matplotlib
 
@@ -189,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="workload seed of test episode 0 (default 0)")
     p.add_argument("--baseline", default="sf-e", help="rule-based baseline (default sf-e, the paper's best)")
     p.add_argument("--out", default=str(ROOT / "runs" / "rl_fc_table2"), help="where the JSON and PNGs go")
+    p.add_argument("--ablation-runs", metavar="IMPROVED_DIR,RANDOM_ONLY_DIR",
+                   help="plot Fig. 4d from two Bernoulli training runs, with and without the improved ε-greedy "
+                        "(`emulator train ... --set improved_greedy=false`)")
     p.add_argument("--ablation-episodes", type=int, default=0,
                    help="also train the Fig. 4d ablation for this many episodes per variant (default: skip)")
     p.add_argument("--table3", action="store_true",
@@ -237,14 +257,25 @@ def main(argv: list[str] | None = None) -> int:
                 t = r["table"][key]
                 print(f"{LABEL[key]:<8}  {fmt(t['rl']):>8} {fmt(t['baseline']):>8} {fmt(t['ratio']):>7}")
         summary["table3"] = t3
-    if args.ablation_episodes > 0:
+    curves = None
+    if args.ablation_runs:
+        dirs = args.ablation_runs.split(",")
+        if len(dirs) != 2:
+            raise SystemExit("rl_fc_table2: --ablation-runs takes IMPROVED_DIR,RANDOM_ONLY_DIR")
+        curves = {label: load_run(Path(d)) for label, d in zip(("improved", "random-only"), dirs)}
+    elif args.ablation_episodes > 0:
         curves = run_ablation(args.ablation_episodes, args.seed, out, progress=not args.no_progress)
+    if curves is not None:
         fig4d = out / "rl_fc_fig4d.png"
         plot_ablation(curves, fig4d)
         summary["ablation"] = {label: {"final": c["summary"]["final"], "best": c["summary"]["best"],
                                        "train_seconds": c["summary"]["train_seconds"]}
                                for label, c in curves.items()}
-        summary["ablation"]["episodes"] = args.ablation_episodes
+        summary["ablation"]["episodes"] = {label: c["curve"]["evaluations"][-1]["episode"]
+                                           for label, c in curves.items()}
+        for label, c in curves.items():
+            print(f"Fig. 4d, {label} ε-greedy: validation Eval_app per evaluation "
+                  + " ".join(f"{r['episode']}:{r['eval_app']:.3f}" for r in c["curve"]["evaluations"]))
         summary["fig4d"] = str(fig4d)
     (out / "rl_fc_table2.json").write_text(json.dumps(
         finite({**summary, "per_episode": {p: r["episodes"] for p, r in results.items()}}), indent=1, default=str))
