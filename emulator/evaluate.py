@@ -69,7 +69,7 @@ def format_table(result: dict[str, Any]) -> str:
         if isinstance(v, dict):  # counts such as seed 002's F/S/N: "46/4/0"
             return "/".join(str(x) for x in v.values())
         if isinstance(v, float):
-            return f"{v:.3f}"
+            return str(int(v)) if v.is_integer() and abs(v) < 1e9 else f"{v:.3f}"  # scores out of 100: "98"
         return str(v)
 
     rows = [["policy", *columns]] + [[p, *(cell(m.get(c, "")) for c in columns)] for p, m in policies.items()]

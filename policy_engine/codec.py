@@ -100,6 +100,19 @@ def _job(msg: pb.JobMetadata, where: str) -> JobMetadata:
     )
 
 
+def _check_resource(msg: pb.Resource) -> Resource:
+    """Fast path of _resource: the error message is only built when something is wrong."""
+    m, v = msg.memory_mb, msg.vcores
+    if m < 0 or v < 0:
+        return None  # type: ignore[return-value]
+    if msg.extra:
+        extra = dict(msg.extra)
+        if min(extra.values()) < 0:
+            return None  # type: ignore[return-value]
+        return Resource(m, v, extra)
+    return Resource(m, v, {})
+
+
 def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
     if not req.HasField("node"):
         raise InvalidRequest("node: missing (a Schedule request describes one node heartbeat)")
@@ -129,39 +142,23 @@ def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
     asks: list[Ask] = []
     seen: set[str] = set()
     for i, a in enumerate(req.asks):
-        where = f"asks[{i}]"
-        if not a.ask_id:
-            raise InvalidRequest(f"{where}.ask_id: empty")
-        if a.ask_id in seen:
-            raise InvalidRequest(f"{where}.ask_id: duplicate id {a.ask_id!r}")
-        seen.add(a.ask_id)
-        if a.num_containers < 0 or a.num_containers > MAX_CONTAINERS_PER_ASK:
-            raise InvalidRequest(f"{where}.num_containers: {a.num_containers} outside [0, {MAX_CONTAINERS_PER_ASK}]")
-        if len(a.locality) > MAX_LOCALITY_ENTRIES:
-            raise InvalidRequest(f"{where}.locality: {len(a.locality)} entries exceed {MAX_LOCALITY_ENTRIES}")
-        locality = []
-        for j, lr in enumerate(a.locality):
-            if not lr.resource_name:
-                raise InvalidRequest(f"{where}.locality[{j}].resource_name: empty")
-            if lr.num_containers < 0:
-                raise InvalidRequest(f"{where}.locality[{j}].num_containers: negative ({lr.num_containers})")
-            locality.append(LocalityRequest(lr.resource_name, lr.num_containers, lr.relax_locality))
+        ask_id = a.ask_id
+        num = a.num_containers
+        resource = _check_resource(a.resource)
+        if (not ask_id or ask_id in seen or num < 0 or num > MAX_CONTAINERS_PER_ASK or resource is None
+                or (resource.memory_mb == 0 and resource.vcores == 0 and not any(resource.extra.values()))
+                or len(a.locality) > MAX_LOCALITY_ENTRIES):
+            _raise_ask_error(a, i, seen)
+        locality = tuple([LocalityRequest(lr.resource_name, lr.num_containers, lr.relax_locality)
+                          for lr in a.locality])
+        for lr in locality:
+            if not lr.resource_name or lr.num_containers < 0:
+                _raise_ask_error(a, i, seen)
+        seen.add(ask_id)
         asks.append(
-            Ask(
-                ask_id=a.ask_id,
-                application_id=a.application_id,
-                attempt_id=a.attempt_id,
-                queue=a.queue or "default",
-                user=a.user,
-                priority=a.priority,
-                allocation_request_id=a.allocation_request_id,
-                resource=_resource(a.resource, f"{where}.resource", allow_zero=False),
-                num_containers=a.num_containers,
-                locality=tuple(locality),
-                submit_time_ms=a.submit_time_ms,
-                job=_job(a.job, f"{where}.job") if a.HasField("job") else None,
-                relax_locality=a.relax_locality,
-            )
+            Ask(ask_id, a.application_id, a.attempt_id, a.queue or "default", a.user, a.priority,
+                a.allocation_request_id, resource, num, locality, a.submit_time_ms,
+                _job(a.job, f"asks[{i}].job") if a.HasField("job") else None, a.relax_locality)
         )
     c = req.cluster
     cluster = ClusterSummary(
@@ -171,6 +168,26 @@ def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
         unallocated=_resource(c.unallocated, "cluster.unallocated"),
     )
     return ScheduleObservation(node=node, asks=asks, cluster=cluster, request_id=req.request_id)
+
+
+def _raise_ask_error(a: pb.ResourceAsk, i: int, seen: set[str]) -> None:
+    """Say precisely what is wrong with ask i (only called once the fast checks failed)."""
+    where = f"asks[{i}]"
+    if not a.ask_id:
+        raise InvalidRequest(f"{where}.ask_id: empty")
+    if a.ask_id in seen:
+        raise InvalidRequest(f"{where}.ask_id: duplicate id {a.ask_id!r}")
+    if a.num_containers < 0 or a.num_containers > MAX_CONTAINERS_PER_ASK:
+        raise InvalidRequest(f"{where}.num_containers: {a.num_containers} outside [0, {MAX_CONTAINERS_PER_ASK}]")
+    if len(a.locality) > MAX_LOCALITY_ENTRIES:
+        raise InvalidRequest(f"{where}.locality: {len(a.locality)} entries exceed {MAX_LOCALITY_ENTRIES}")
+    for j, lr in enumerate(a.locality):
+        if not lr.resource_name:
+            raise InvalidRequest(f"{where}.locality[{j}].resource_name: empty")
+        if lr.num_containers < 0:
+            raise InvalidRequest(f"{where}.locality[{j}].num_containers: negative ({lr.num_containers})")
+    _resource(a.resource, f"{where}.resource", allow_zero=False)
+    raise InvalidRequest(f"{where}: invalid")  # unreachable unless the checks above disagree with the fast path
 
 
 def encode_schedule(obs: ScheduleObservation) -> pb.ScheduleRequest:

@@ -12,8 +12,6 @@ import asyncio
 import logging
 import signal
 import time
-from typing import AsyncIterator
-
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -63,24 +61,25 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         except _Refused as r:
             await context.abort(r.code, r.message)
 
-    async def _stream(self, rpc, fn, requests: AsyncIterator, context):
-        async for request in requests:
-            try:
-                yield self._call(rpc, fn, request)
-            except _Refused as r:
-                await context.abort(r.code, f"request {request.request_id!r}: {r.message}")
-
     async def Schedule(self, request, context):
         return await self._unary("schedule", self.engine.schedule_pb, request, context)
 
-    def ScheduleStream(self, request_iterator, context):
-        return self._stream("schedule", self.engine.schedule_pb, request_iterator, context)
+    async def ScheduleStream(self, request_iterator, context):
+        async for request in request_iterator:
+            try:
+                yield self._call("schedule", self.engine.schedule_pb, request)
+            except _Refused as r:
+                await context.abort(r.code, f"request {request.request_id!r}: {r.message}")
 
     async def Route(self, request, context):
         return await self._unary("route", self.engine.route_pb, request, context)
 
-    def RouteStream(self, request_iterator, context):
-        return self._stream("route", self.engine.route_pb, request_iterator, context)
+    async def RouteStream(self, request_iterator, context):
+        async for request in request_iterator:
+            try:
+                yield self._call("route", self.engine.route_pb, request)
+            except _Refused as r:
+                await context.abort(r.code, f"request {request.request_id!r}: {r.message}")
 
     async def Report(self, request, context):
         return await self._unary("report", self.engine.report_pb, request, context)

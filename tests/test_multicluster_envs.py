@@ -8,7 +8,7 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import emulator.envs  # noqa: F401  (registers the environments)
 from emulator.drivers import InProcessDriver
-from emulator.envs import MultiClusterEnv
+from emulator.envs.multicluster import MultiClusterEnv
 from emulator.scenario import get_scenario
 from policy_engine.features.multicluster import lsfc_state, rlfc_state
 from policy_engine.policy import create

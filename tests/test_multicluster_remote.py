@@ -55,7 +55,9 @@ def test_compare_remote_equals_in_process_including_scores():
     b = compare(sc, ["random", "sf-e"], episodes=2, seed=3, against="sf-e", remote="spawn", progress=False)
     assert a == b
     assert set(a["policies"]["random"]) == {"tmdl", "ajdr", "eval_app", "score_a", "score_b", "score_c", "score_d",
-                                            "tmdl_ratio", "ajdr_ratio"}
+                                            "tmdl_ratio", "ajdr_ratio", "eval_app_of_means"}
+    sfe = a["policies"]["sf-e"]
+    assert sfe["eval_app_of_means"] == pytest.approx(1 / (0.02 * sfe["tmdl"]["mean"] + sfe["ajdr"]["mean"]))
 
 
 def test_cli_compare_json_contract(capsys):

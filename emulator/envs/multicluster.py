@@ -1,4 +1,8 @@
-"""gymnasium environments over the multi-cluster scenarios (seeds 000 and 002).
+"""`yarnrl/MultiCluster-v0` (seed 000, RL-FC, scenario multicluster-uniform) and `yarnrl/HeteroElastic-v0` (seed
+002, RL-LSFC, scenario hetero-elastic-uniform): gymnasium environments over the multi-cluster scenarios.
+
+    import gymnasium as gym, emulator.envs
+    env = gym.make("yarnrl/HeteroElastic-v0", scenario_params={"b": 36})
 
 The environment is the global resource manager's seat: it steps the scenario's own simulator
 (emulator.multicluster.sim, the one `emulator run` drives through a policy engine) with the agent's choice.
@@ -36,6 +40,7 @@ from policy_engine.features.multicluster import lsfc_dim, lsfc_states, rlfc_dim,
 from policy_engine.types import RouteDecision, RouteObservation
 
 
+ENV_IDS = {"yarnrl/MultiCluster-v0": "multicluster-uniform", "yarnrl/HeteroElastic-v0": "hetero-elastic-uniform"}
 OBS_HIGH = 1e6
 
 
@@ -145,3 +150,8 @@ class MultiClusterEnv(gym.Env):
         sim = self.sim
         return {"time": sim.t, "buffered": len(sim.buffer), "decisions": sim.decisions,
                 "finished": sim.finished, "missed": int(sim.missed.sum()), "events": self._events}
+
+
+for _id, _scenario in ENV_IDS.items():
+    if _id not in gym.registry:
+        gym.register(id=_id, entry_point="emulator.envs.multicluster:MultiClusterEnv", kwargs={"scenario": _scenario})

@@ -100,12 +100,17 @@ class RLFCScenario(MultiClusterScenario):
         return {"tmdl": float(result.tmdl), "ajdr": ajdr, "eval_app": metrics.eval_app(result.tmdl, ajdr)}
 
     def relative_metrics(self, episodes: dict[str, list[dict[str, float]]], against: str) -> dict[str, dict]:
+        """Score-A..D and the Ratio column against `against`, plus for every policy `eval_app_of_means`: Eq. 9 on
+        the mean TMDL and AJDR, as the paper's Fig. 4 computes it (`eval_app` is the mean of per-episode values)."""
         base = episodes[against]
         out = {}
         for policy, eps in episodes.items():
+            of_means = metrics.eval_app(metrics.mean([e["tmdl"] for e in eps]), metrics.mean([e["ajdr"] for e in eps]))
             if policy == against:
+                out[policy] = {"eval_app_of_means": of_means}
                 continue
             row = metrics.scores_000(eps, base)
+            row["eval_app_of_means"] = of_means
             row["tmdl_ratio"] = metrics.ratio(metrics.mean([e["tmdl"] for e in base]),
                                               metrics.mean([e["tmdl"] for e in eps]))
             row["ajdr_ratio"] = metrics.ratio(metrics.mean([e["ajdr"] for e in base]),

@@ -6,19 +6,21 @@ starts an execution only when all the executors it requests are free (no partial
 a batch every `period` steps (or when the previous batch finishes, if later), each batch requesting one of its 10
 equally likely executor counts and releasing its executors when it finishes.
 
-Per-cluster state is a handful of numpy arrays (busy executors, capacity in effect, missed deadlines) plus a
-(clusters x steps) float32 log of occupation ratios; steps where nothing happens are skipped in one numpy slice
-assignment, so an episode costs time per event, not per step.
+No per-executor objects: a cluster is a few integers (busy executors, capacity in effect, missed deadlines; read
+them as numpy arrays through `busy`, `capacity`, `missed`) plus its row of a (clusters x steps) float32 log of
+occupation ratios. Steps where nothing happens are skipped and logged with one numpy slice assignment, so an
+episode costs time per event (arrival, routing, start, finish, batch release, elasticity tick), not per step.
 
 Measured per execution: AR = finish - request (the request of a job's first execution is its submission to the
 global buffer, so time spent waiting for a routing decision counts as delay, like waiting at the cluster; later
-batches request at their release). A deadline is missed when AR exceeds the execution's deadline on that cluster.
+batches request at their release). A deadline is missed when AR exceeds the execution's deadline on that cluster;
+the miss is counted, and reported, when the execution finishes.
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -71,7 +73,6 @@ class EpisodeResult:
     cluster_of_job: np.ndarray
     steps: int
     decisions: int
-    extra: dict = field(default_factory=dict)
 
     def ajdr(self) -> float:
         return metrics.ajdr(self.ratio_delay)
@@ -127,10 +128,13 @@ class MultiClusterSim:
         self._elastic = [i for i, e in enumerate(fed.is_elastic) if e]
         self._max_capacity = [cap + (fed.elastic_max if e else 0) for cap, e in zip(fed.capacities, fed.is_elastic)]
         self._hetero = [float(h) for h in fed.hetero_factors] if fed.hetero_factors is not None else [0.0] * c
-        self._occ = np.zeros((c, 4096), dtype=np.float32)     # occupation ratio per cluster per step
+        # occupation ratio per cluster per step, written lazily: cluster c's row holds steps < _since[c]; its ratio
+        # since then is _ratio[c], to be recomputed first if its executors changed at step _since[c] (_stale[c])
+        self._occ = np.zeros((c, 4096), dtype=np.float32)
         self._occ_len = self._occ.shape[1]
-        self._ratio_col = np.zeros((c, 1), dtype=np.float32)
-        self._ratio_stale = False
+        self._ratio = [0.0] * c
+        self._since = [0] * c
+        self._stale = [False] * c
         self._queues: list[list[tuple]] = [[] for _ in range(c)]  # (job, batch, executors, request, queued at)
         self._dirty: list[int] = []                           # clusters whose queue or free executors changed
         self._completions: list[tuple] = []                   # (finish, seq, cluster, job, batch, executors, req)
@@ -185,9 +189,7 @@ class MultiClusterSim:
         t = self.t
         self._request(job, 0, c, self._arrival[job], t)
         self._schedule_dirty(t)
-        nxt = t + 1 if self.buffer else self._next_event_time(t)
-        self._record(t, nxt)
-        self.t = nxt
+        self.t = t + 1 if self.buffer else self._next_event_time(t)
         return self._run_until_decision()
 
     def take_events(self) -> list[pb.Event]:
@@ -210,6 +212,7 @@ class MultiClusterSim:
     @property
     def occupation(self) -> np.ndarray:
         """Occupation ratio per cluster of every step so far, shape (C, t)."""
+        self._log_until(self.t)
         return self._occ[:, :self.t]
 
     def result(self) -> EpisodeResult:
@@ -228,6 +231,7 @@ class MultiClusterSim:
     def observation(self) -> RouteObservation:
         t = self.t
         lo = t - self.history if t > self.history else 0
+        self._log_until(t)
         occ = self._occ
         cap, busy, missed, queues = self._cap, self._busy, self._missed, self._queues
         normal, max_cap, hetero, elastic = self._normal, self._max_capacity, self._hetero, self.federation.is_elastic
@@ -290,7 +294,7 @@ class MultiClusterSim:
             if buffer:
                 return self.observation()
             if self.finished == n_jobs:
-                self._record(t, t + 1)
+                self._log_until(t + 1)
                 self.done = True
                 return None
             # jump to the next step where something happens
@@ -305,7 +309,6 @@ class MultiClusterSim:
                     nxt = tick
             if nxt > MAX_STEPS:
                 raise RuntimeError(f"episode did not finish within {MAX_STEPS} steps")
-            self._record(t, nxt)
             self.t = nxt
 
     def _next_event_time(self, t: int) -> int:
@@ -323,18 +326,36 @@ class MultiClusterSim:
                 nxt = tick
         return max(nxt, t + 1)
 
-    def _record(self, t: int, until: int) -> None:
-        """Occupation ratio of steps [t, until): constant, since nothing happens in between."""
-        if self._ratio_stale:
-            self._ratio_col = (np.array(self._busy, dtype=np.float32) / np.array(self._cap, dtype=np.float32)
-                               )[:, None]
-            self._ratio_stale = False
-        if until > self._occ_len:
-            grown = np.zeros((self._occ.shape[0], max(until, 2 * self._occ_len)), dtype=np.float32)
-            grown[:, :self._occ_len] = self._occ
-            self._occ = grown
-            self._occ_len = grown.shape[1]
-        self._occ[:, t:until] = self._ratio_col
+    def _touch(self, c: int, t: int) -> None:
+        """Cluster c's busy executors or capacity change at step t: log its ratio of the steps before t."""
+        since = self._since[c]
+        if since < t:
+            if self._stale[c]:
+                self._ratio[c] = self._busy[c] / self._cap[c]
+            if t > self._occ_len:
+                self._grow(t)
+            self._occ[c, since:t] = self._ratio[c]
+            self._since[c] = t
+        self._stale[c] = True
+
+    def _log_until(self, t: int) -> None:
+        """Write every cluster's occupation ratio of the steps before t (nothing changed since its last change)."""
+        if t > self._occ_len:
+            self._grow(t)
+        occ, since, stale, ratio = self._occ, self._since, self._stale, self._ratio
+        for c in range(len(since)):
+            if since[c] < t:
+                if stale[c]:
+                    ratio[c] = self._busy[c] / self._cap[c]
+                    stale[c] = False
+                occ[c, since[c]:t] = ratio[c]
+                since[c] = t
+
+    def _grow(self, t: int) -> None:
+        grown = np.zeros((self._occ.shape[0], max(t, 2 * self._occ_len)), dtype=np.float32)
+        grown[:, :self._occ_len] = self._occ
+        self._occ = grown
+        self._occ_len = grown.shape[1]
 
     def _request(self, job: int, batch: int, c: int, req_time: int, t: int) -> None:
         """Execution `batch` of `job` asks cluster `c` for its executors (never more than the whole cluster)."""
@@ -351,9 +372,10 @@ class MultiClusterSim:
         run, std, dl = self._run, self._std, self._dl
         ratio_delay, ratio_std = self._ratio_delay, self._ratio_std
         execs = self._execs
-        self._ratio_stale = True
+        touch = self._touch
         while comp and comp[0][0] <= t:
             _, _, c, job, batch, executors, req = heapq.heappop(comp)
+            touch(c, t)
             busy[c] -= executors
             if c not in dirty:
                 dirty.append(c)
@@ -400,6 +422,7 @@ class MultiClusterSim:
         threshold at any step of the past window, else give back one increment. Executors given back while busy
         leave as their executions finish (no preemption): new starts wait until busy < capacity."""
         fed = self.federation
+        self._log_until(t)
         occ = self._occ
         for c in self._elastic:
             expansion = self._cap[c] - self._normal[c]
@@ -407,10 +430,11 @@ class MultiClusterSim:
                 expansion = min(expansion + fed.elastic_increment, fed.elastic_max)
             else:
                 expansion = max(expansion - fed.elastic_increment, 0)
-            self._cap[c] = self._normal[c] + expansion
-            if c not in self._dirty:
-                self._dirty.append(c)
-        self._ratio_stale = True
+            if expansion != self._cap[c] - self._normal[c]:
+                self._touch(c, t)
+                self._cap[c] = self._normal[c] + expansion
+                if c not in self._dirty:
+                    self._dirty.append(c)
 
     def _schedule_dirty(self, t: int) -> None:
         """Run the local scheduler of every cluster whose queue or free executors changed at step t."""
@@ -448,6 +472,6 @@ class MultiClusterSim:
                         keep.append(r)
                 queues[c] = keep
             if started:
+                self._touch(c, t)
                 busy[c] += started
-                self._ratio_stale = True
         dirty.clear()

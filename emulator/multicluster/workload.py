@@ -8,7 +8,7 @@ whatever it decides. Everything is numpy arrays, one row per job.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -158,7 +158,6 @@ class Workload:
     cluster_standard_runtime: np.ndarray  # (N, C) standard runtime on each cluster (SR + startup)
     cluster_deadline: np.ndarray  # (N, C) deadline of one execution on each cluster, 0 = none
     slot: np.ndarray            # (N, max executions) which of the 10 slots each execution requests
-    extra: dict = field(default_factory=dict)
 
     @property
     def n_jobs(self) -> int:

@@ -13,8 +13,9 @@ From the paper (Sec. 3-5), as given:
     1000 jobs per episode; metrics TMDL, AJER, S_log, F/S/N against MAF.
 
 What the paper leaves open, and what we chose (time unit = one step):
-  * the job shapes of seed 000's scenarios (emulator/scenarios/multicluster.py), with U{5..20} batches per
-    streaming job (1000 jobs already load the federation to the paper's "near its maximum" at b = 33);
+  * the job shapes of seed 000's scenarios (emulator/scenarios/multicluster.py), with U{50..400} executors for
+    single executions and U{5..20} batches per streaming job (1000 jobs at b = 33 then load the federation to the
+    paper's "near its maximum" without saturating it);
   * h ~ U[55, 85]: most jobs run faster than standard on the strong clusters (100, 90, 80) and slower on the weak
     ones (60, 70); this is what puts MAF's AJER a few percent under 100 as in the paper (92-93);
   * deadline of one execution = ceil(SR * (1 + slack)), slack U[0.1, 0.5]; per cluster it loses a U[0, 15 %]
@@ -24,8 +25,9 @@ What the paper leaves open, and what we chose (time unit = one step):
     request distribution and standard execution time);
   * elasticity is decided once per 100-step window; executors given back while busy leave as their executions
     finish (no preemption).
-  With these, 50 episodes give MAF about TMDL 320 / AJER 92.7 at b = 33, 310 / 92.0 at b = 36 and 300 / 91.7 at
-  b = 40 (paper: 344 / 93.2, 311 / 92.4, 276 / 92.0); RAN and RR are far behind (TMDL about 800, AJER > 100).
+  With these, 50 episodes (seeds 0-49) give MAF TMDL / AJER of 325 / 93.0 at b = 33, 313 / 92.5 at b = 36 and
+  291 / 92.0 at b = 40 (paper: 344 / 93.2, 311 / 92.4, 276 / 92.0), 278 / 90.5 with Bernoulli and 265 / 91.3 with
+  Beta arrivals (paper: 243 / 91.8, 296 / 92.4); RAN and RR are far behind (TMDL 830-860, AJER 102-107).
 
 Parameters (`--param KEY=VALUE`): b (33; the Uniform variant's upper interval), jobs (1000), and the pattern's
 own (rho, a, alpha, beta, m, jobs_mu, jobs_sigma). The Bernoulli and Beta variants use seed 000's patterns, as

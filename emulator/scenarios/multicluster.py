@@ -10,22 +10,23 @@ From the paper (Sec. III-V), as given:
   * 500 jobs per episode; one job routed from the global buffer per step; metrics TMDL, AJDR, Eval_app, Score-A..D.
 
 What the paper leaves open, and what we chose (JobProfile below; time unit = one step):
-  * regular / time-critical jobs request U{50..400} executors for U{20..80} steps. 400 fits the smallest cluster
-    (500) but fills most of it, so where a big job lands matters, as the -P / -E difference in the paper implies.
+  * regular / time-critical jobs request U{50..350} executors for U{20..80} steps: a big job fills most of the
+    smallest cluster (500), so where it lands matters, as the paper's -P / -E difference implies.
   * streaming jobs: base request U{20..150} executors with U{0..4} of the 10 slots at a peak of 1.5-2.5x the base
-    (the paper's example: eight 30s and two 60s); batches of U{5..20} steps, U{10..30} batches per job, released
-    every 1.5-3x the batch length. Streaming batches are most of the deadline checks, as in the paper, where
-    TMDL reaches hundreds per 500 jobs.
-  * deadline of one execution = ceil(runtime * (1 + slack)), slack U[0, 0.2]: tight, so any real wait for
-    executors misses it (the paper: misses come from "prolonged resource allocation waiting time").
+    (the paper's example: eight 30s and two 60s); batches of U{5..20} steps, U{15..40} batches per job, released
+    every 1.5-3x the batch length. Streaming batches are most of the deadline checks, which is how TMDL reaches
+    hundreds per 500 jobs in the paper.
+  * deadline of one execution = ceil(runtime * (1 + slack)), slack U[0, 0.15]: tight, so a real wait for executors
+    misses it (the paper: misses come from "prolonged resource allocation waiting time").
   * the FIFO local scheduler is strict: executions start in request order, each only when all its executors are
     free, and the head of the queue blocks the rest (YARN's FifoScheduler gives the head application every free
     container until it is satisfied).
   * the first execution's actual running time counts from submission to the global buffer (later batches from
     their release), so waiting for the global manager is delay too; OR is the execution's runtime.
-  With these, 50 episodes of the seed-0 workloads give SF-E about TMDL 200 / AJDR 8 (Bernoulli), 260 / 12
-  (Uniform) and 200 / 7 (Beta), against the paper's 189 / 5.8, 350 / 10.8 and 249 / 6.1; Random is far worse,
-  SF-E best by Eval_app (SF-P / LF-P send large jobs to the small clusters and wait there longer).
+  With these, 50 episodes (seeds 0-49) give SF-E TMDL / AJDR of 289 / 7.5 (Bernoulli), 375 / 10.8 (Uniform) and
+  283 / 6.5 (Beta), against the paper's 189 / 5.8, 350 / 10.8 and 249 / 6.1. Random is far worse (TMDL 730-850,
+  AJDR 42-56); SF-E is the best baseline by Eval_app and AJDR, while SF-P misses fewer deadlines (it spreads load
+  by percentage, so streaming batches queue less) at about twice SF-E's AJDR.
 
 Parameters (`--param KEY=VALUE`): jobs (500), the pattern's own (rho, a, b, alpha, beta, m, jobs_mu, jobs_sigma)
 and demand_scale (1.0): multiplies every executor request range, e.g. 0.8 for an "eased" and 1.25 for a

@@ -1,1 +1,1 @@
-"""Feature vectors built from observations: the one place learned policies, learners and environments share."""
+"""Featurisers: stable numeric views of observations shared by learners, environments and learned policies."""

@@ -51,7 +51,7 @@ class DelayPolicy(Policy):
         num_nodes = obs.cluster.num_nodes
         out: list[Assignment] = []
         for ask in fifo_order(obs.asks):
-            if ask.num_containers <= 0:
+            if ask.num_containers <= 0 or not ask.resource.fits_in(free):
                 continue
             counts = AskOnNode(ask, obs.node)
             for level in tuple(counts.best_levels()):

@@ -27,7 +27,7 @@ class FifoPolicy(Policy):
         free = obs.node.unallocated
         out: list[Assignment] = []
         for ask in fifo_order(obs.asks):
-            if ask.num_containers <= 0:
+            if ask.num_containers <= 0 or not ask.resource.fits_in(free):
                 continue
             counts = AskOnNode(ask, obs.node)
             for level in tuple(counts.best_levels()):

@@ -1,0 +1,74 @@
+"""Seed 001's experiments: HiBench MapReduce jobs on a 6-node, 2-rack cluster with an HDFS cache.
+
+Every node heartbeat on which something could be placed is one `Schedule` call; every container start and
+finish and every job completion goes back through `Report`. Parameters (`--param KEY=VALUE`):
+
+  cache_gb        total centralized cache of the cluster, GB (seed 001: 2, 4, 6, 8)          default 2
+  block_mb        HDFS block size, MB (64, 128, 256)                                        default 128
+  maps            map tasks = input blocks of `block_mb` (seed 001: 10 to 100)              default 10
+  size            HiBench input size instead of `maps`: tiny, small or large (not for the
+                  Hive queries join and aggregation)                                        default none
+  jobs            jobs per episode (FIFO order), all reading the same input                 default 4
+                  (join: each job is two MapReduce stages, the second reads the first's output)
+  interarrival_s  seconds between job submissions                                            default 5
+  am_heartbeat_ms the AM's allocate interval; 0 = asks always current                        default 1000
+  reduces         reducers per job                                                           default: per app
+  am_cache_aware  the ApplicationMaster prefers a cached block on the node it gets           default true
+  heartbeat_ms    NodeManager heartbeat interval                                             default 1000
+
+Metrics: over map tasks, the share read cache-local, disk-local, rack-local (cached or disk replica in the rack)
+and off-rack; local_task_rate = cache + data locality (seed 001's "local tasks rate"); mean job execution time
+and makespan in seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from emulator.drivers import Driver
+from emulator.scenario import Scenario, register_scenario
+from emulator.yarn.cluster import ClusterConfig, WorkloadConfig, YarnSimulation
+from emulator.yarn.workloads import APPS
+
+
+class LocalityScenario(Scenario):
+    family = "locality"
+    metrics = ("local_task_rate", "cache_locality", "data_locality", "rack_locality", "off_rack", "job_time_s",
+               "makespan_s")
+    default_episodes = 10
+    default_policies = ("fifo", "delay", "acl")
+
+    def __init__(self, app: str, heartbeat_ms: int = 1000, **workload: Any):
+        self.name = f"locality-{app}"
+        self.cluster = ClusterConfig(heartbeat_ms=int(heartbeat_ms))
+        self.workload = WorkloadConfig(app=app, **workload)
+
+    def simulation(self, seed: int) -> YarnSimulation:
+        return YarnSimulation(self.workload, seed, self.cluster)
+
+    def run_episode(self, driver: Driver, seed: int) -> dict[str, float]:
+        sim = self.simulation(seed)
+        while sim.advance():
+            events = sim.take_events()
+            if events:
+                driver.report(events)
+            sim.apply(driver.schedule(sim.observe()))
+        events = sim.take_events()
+        if events:
+            driver.report(events)
+        return sim.metrics()
+
+    def describe(self) -> dict[str, Any]:
+        return {**asdict(self.workload), "heartbeat_ms": self.cluster.heartbeat_ms,
+                "node_memory_mb": list(self.cluster.node_memory_mb)}
+
+
+for _app, _what in (("wordcount", "CPU-bound"), ("sort", "I/O-bound"), ("terasort", "I/O-heavy"),
+                    ("aggregation", "Hive GROUP BY, cache-affine"), ("join", "Hive join, 2 MapReduce stages")):
+    register_scenario(
+        f"locality-{_app}",
+        f"seed 001: HiBench {_app.capitalize()} ({_what}) on 6 DataNodes in 2 racks with an HDFS cache; "
+        f"params cache_gb, block_mb, maps, {'size, ' if APPS[_app].hibench_bytes else ''}jobs",
+        lambda _a=_app, **params: LocalityScenario(_a, **params),
+    )
