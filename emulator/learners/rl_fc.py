@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from emulator.drivers import InProcessDriver
+from emulator.multicluster.metrics import eval_app
 from emulator.scenario import Scenario
 from emulator.training import register_algo
 from policy_engine.policy import ROUTE, Policy, create
@@ -294,8 +295,7 @@ def _mean_metrics(episodes: list[dict[str, float]]) -> dict[str, float]:
     tmdl = float(np.mean([e["tmdl"] for e in episodes]))
     ajdr = float(np.mean([e["ajdr"] for e in episodes]))
     # Eq. 9 on the episode means, as the paper's Fig. 4 does.
-    return {"tmdl": tmdl, "ajdr": ajdr, "eval_app": 1.0 / (0.02 * tmdl + ajdr) if 0.02 * tmdl + ajdr > 0 else
-            float("inf")}
+    return {"tmdl": tmdl, "ajdr": ajdr, "eval_app": eval_app(tmdl, ajdr)}
 
 
 def evaluate_policy(scenario: Scenario, policy: Policy, cfg: RlFcConfig) -> dict[str, float]:
