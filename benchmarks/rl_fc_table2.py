@@ -60,6 +60,12 @@ def finite(o):
     return o
 
 
+def shown(path: Path) -> str:
+    """A path as it is recorded in the results: relative to the checkout when inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def score_ratio(rl: float, base: float) -> float:
     return math.inf if base == 0 else rl / base
 
@@ -86,7 +92,7 @@ def compare_pattern(pattern: str, model: Path, episodes: int, seed: int, baselin
         # Score-A/C/D of the baseline are what RL-FC does not win; for B an "even" episode gives both 0.5.
         b = 100.0 - rl_scores[key]
         table[key] = {"rl": rl_scores[key], "baseline": b, "ratio": score_ratio(rl_scores[key], b)}
-    return {"scenario": scenario.name, "model": str(model), "table": table, "workload_matches_training": same_workload,
+    return {"scenario": scenario.name, "model": shown(model), "table": table, "workload_matches_training": same_workload,
             "model_episodes": meta.get("episodes_trained"), "model_train_seconds": meta.get("train_seconds"),
             "beats_baseline": table["tmdl"]["rl"] < table["tmdl"]["baseline"]
             and table["ajdr"]["rl"] < table["ajdr"]["baseline"],
