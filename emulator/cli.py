@@ -47,8 +47,11 @@ def cmd_run(args) -> int:
     _check_policies([args.policy])
     scenario = _scenario(args)
     models = {args.policy: args.model} if args.model else {}
-    result = compare(scenario, [args.policy], args.episodes or scenario.default_episodes, args.seed,
-                     models=models, remote=args.remote, progress=not args.no_progress)
+    try:
+        result = compare(scenario, [args.policy], args.episodes or scenario.default_episodes, args.seed,
+                         models=models, remote=args.remote, progress=not args.no_progress)
+    except ValueError as e:  # e.g. a learned policy without --model, or a refused model artifact
+        raise SystemExit(f"emulator: {e}") from None
     result["mode"] = "remote" if args.remote else "in-process"
     if not args.json:
         print(format_table(result))

@@ -1,0 +1,610 @@
+"""RL-FC learner (seed 000, Liu et al., sections IV-V): Monte-Carlo action values, replay buffer, improved ε-greedy.
+
+One episode of the scenario is played through an in-process driver. The behaviour policy below scores every
+buffered job with the value network (each job's 529-dimension state gives one value per cluster) and picks, per
+Eq. 3, a random (job, cluster) pair, the guide rule's choice (SF-E) or the best-valued pair. The scenario reports
+each job's outcome (JobFinished with its delay ratio and missed deadlines, DeadlineMissed with its time) through
+the driver; a listener on the engine collects them. At the end of the episode every decision gets its value
+(Eq. 1 for time-critical jobs, Eq. 2 for regular ones)
+
+    value_i = -λ·MDL_i - γ·MDL_{t>t_i} - η·DelayResult_i
+
+and joins a replay buffer of the latest 50,000 decisions; one training pass on 1,000 sampled decisions then fits
+the network's output for the action taken to its value (mean squared error).
+
+Everything tunable is in RlFcConfig (override with `emulator train ... --set key=value`). The trained weights are
+saved as a `rl-fc` model artifact that policy_engine.policies.rl_fc serves with numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from emulator.drivers import InProcessDriver
+from emulator.multicluster.metrics import eval_app
+from emulator.scenario import Scenario
+from emulator.training import register_algo
+from policy_engine.policy import ROUTE, Policy, create
+from policy_engine.policies.rl_fc import LAYER_NAMES, POLICY_NAME, RlFcPolicy, ValueNetwork, job_states
+from policy_engine.proto import pb
+from policy_engine.types import JobCategory, RouteDecision, RouteObservation
+
+CHECKPOINT = "checkpoint.pt"
+MODEL = "model.safetensors"
+BEST_MODEL = "best-model.safetensors"
+CURVE_JSON = "learning-curve.json"
+CURVE_PNG = "learning-curve.png"
+PLOT_EVERY_S = 300.0
+
+
+@dataclass
+class RlFcConfig:
+    # Value network (section IV-B): two fully connected ReLU hidden layers, one output per cluster.
+    hidden: tuple[int, ...] = (2000, 500)
+    # Eq. 1-2 weights: own missed deadlines, all missed deadlines during the job's life, delay ratio.
+    lam: float = 1.0
+    gamma: float = 0.02
+    eta: float = 0.1
+    # Replay buffer of the latest decisions; one training pass per episode on a random sample of them.
+    buffer_size: int = 50_000
+    train_samples: int = 1000
+    # The paper trains "by stochastic gradient descent" without giving the optimiser's settings; the sample of
+    # 1,000 is cut into minibatches of this size, one Adam step each (plain SGD: optimizer="sgd").
+    minibatch: int = 100
+    optimizer: str = "adam"
+    lr: float = 1e-4
+    # Improved ε-greedy (Eq. 3): with probability ε1 explore, then random with ε2 else the guide's choice.
+    # ε1 falls linearly from eps1_start to eps1_end over the first eps1_fraction of the episodes (1900 of 2000).
+    episodes: int = 2000
+    eps1_start: float = 0.8
+    eps1_end: float = 1e-5
+    eps1_fraction: float = 0.95
+    eps2: float = 0.5
+    guide: str = "sf-e"
+    improved_greedy: bool = True  # False: exploration is random actions only (the ablation of Fig. 4d)
+    # Evaluation of the greedy policy on fixed validation workloads (seeds disjoint from training and from the
+    # benchmark's test seeds 0..49), against the baselines on the same workloads: the curve of Fig. 4.
+    eval_every: int = 50
+    eval_episodes: int = 10
+    eval_seed: int = 900_000
+    baselines: tuple[str, ...] = ("random", "sf-p", "lf-p", "sf-e", "lf-e")
+    # Training workloads: episode e of a run seeded k uses workload seed train_seed + 100_000·k + e
+    # (randomised workloads, section IV-C3: every episode is a fresh sample).
+    train_seed: int = 1_000_000
+    checkpoint_every: int = 25
+    threads: int = 1
+
+    def decay_episodes(self) -> int:
+        return max(1, round(self.eps1_fraction * self.episodes))
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any], **overrides: Any) -> RlFcConfig:
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - set(fields))
+        if unknown:
+            raise ValueError(f"unknown rl-fc hyper-parameter(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
+        values = {**options, **{k: v for k, v in overrides.items() if v is not None}}
+        for k in ("hidden", "baselines"):
+            if k in values:
+                v = values[k]
+                if isinstance(v, str):
+                    v = [x for x in v.split(",") if x]
+                values[k] = tuple(int(x) for x in v) if k == "hidden" else tuple(v)
+        cfg = cls(**values)
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        if not self.hidden or any(h <= 0 for h in self.hidden):
+            raise ValueError(f"hidden must be positive layer sizes, got {self.hidden}")
+        if self.episodes <= 0:
+            raise ValueError("episodes must be positive")
+        if not 0 <= self.eps2 <= 1 or not 0 <= self.eps1_end <= self.eps1_start <= 1:
+            raise ValueError("need 0 <= eps1_end <= eps1_start <= 1 and 0 <= eps2 <= 1")
+        if self.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer must be adam or sgd, not {self.optimizer!r}")
+        if self.buffer_size < self.train_samples or self.minibatch <= 0 or self.train_samples <= 0:
+            raise ValueError("need 0 < minibatch, 0 < train_samples <= buffer_size")
+
+
+def epsilon1(episode: int, cfg: RlFcConfig) -> float:
+    """ε1 of 1-based `episode`: linear from eps1_start (episode 1) to eps1_end (episode decay_episodes), then flat."""
+    n = cfg.decay_episodes()
+    if episode >= n:
+        return cfg.eps1_end
+    frac = (episode - 1) / (n - 1) if n > 1 else 1.0
+    return cfg.eps1_start + (cfg.eps1_end - cfg.eps1_start) * max(frac, 0.0)
+
+
+def action_values(time_critical: np.ndarray, deploy_time: np.ndarray, finish_time: np.ndarray,
+                  own_missed: np.ndarray, delay_ratio: np.ndarray, miss_times: np.ndarray,
+                  cfg: RlFcConfig) -> np.ndarray:
+    """Eq. 1 (time-critical) and Eq. 2 (regular): one Monte-Carlo value per decision.
+
+    MDL_{t>t_i} counts every missed deadline in the whole federation strictly after the job's deployment time and
+    up to (including) its termination; own_missed is the job's own MDL_i; delay_ratio its DelayResult_i.
+    """
+    miss = np.sort(np.asarray(miss_times, dtype=float))
+    deploy = np.asarray(deploy_time, dtype=float)
+    finish = np.asarray(finish_time, dtype=float)
+    after = np.searchsorted(miss, finish, side="right") - np.searchsorted(miss, deploy, side="right")
+    own = np.where(np.asarray(time_critical, dtype=bool), np.asarray(own_missed, dtype=float), 0.0)
+    return -cfg.lam * own - cfg.gamma * np.maximum(after, 0) - cfg.eta * np.asarray(delay_ratio, dtype=float)
+
+
+class ReplayBuffer:
+    """The latest `capacity` decisions (state, action index, value) in preallocated ring arrays."""
+
+    def __init__(self, capacity: int, state_dim: int):
+        self.capacity = capacity
+        self.states = np.zeros((capacity, state_dim), dtype=np.float32)
+        self.actions = np.zeros(capacity, dtype=np.int64)
+        self.values = np.zeros(capacity, dtype=np.float32)
+        self.next = 0   # slot the next decision goes to
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, states: np.ndarray, actions: np.ndarray, values: np.ndarray) -> None:
+        n = len(actions)
+        if n > self.capacity:  # only the latest `capacity` can stay
+            states, actions, values = states[-self.capacity:], actions[-self.capacity:], values[-self.capacity:]
+            n = self.capacity
+        idx = (self.next + np.arange(n)) % self.capacity
+        self.states[idx] = states
+        self.actions[idx] = actions
+        self.values[idx] = values
+        self.next = int((self.next + n) % self.capacity)
+        self.size = min(self.size + n, self.capacity)
+
+    def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        idx = rng.choice(self.size, size=min(n, self.size), replace=False)
+        return self.states[idx], self.actions[idx], self.values[idx]
+
+    def state_dict(self) -> dict[str, Any]:
+        # Stored in insertion order (oldest first) so a restored buffer evicts in the same order.
+        order = (np.arange(self.size) + (self.next - self.size)) % self.capacity
+        return {"states": self.states[order].copy(), "actions": self.actions[order].copy(),
+                "values": self.values[order].copy()}
+
+    def load_state_dict(self, d: dict[str, Any]) -> None:
+        self.next, self.size = 0, 0
+        self.add(np.asarray(d["states"]), np.asarray(d["actions"]), np.asarray(d["values"]))
+
+
+class EpisodeLog:
+    """One episode's decisions and the outcomes the scenario reports for them (a listener on the engine)."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.states: list[np.ndarray] = []
+        self.actions: list[int] = []
+        self.deploy_time: list[float] = []
+        self.time_critical: list[bool] = []
+        self.index_of_job: dict[str, int] = {}
+        self.index_of_decision: dict[str, int] = {}
+        self.finished: dict[int, tuple[float, float, int]] = {}  # decision -> (finish time, delay ratio, own MDL)
+        self.own_missed: dict[int, int] = {}
+        self.miss_times: list[float] = []
+
+    def decided(self, obs: RouteObservation, states: np.ndarray, job: int, cluster_index: int) -> None:
+        j = obs.jobs[job]
+        self.index_of_job[j.job_id] = len(self.actions)
+        self.states.append(states[job])
+        self.actions.append(cluster_index)
+        self.deploy_time.append(float(obs.time))
+        self.time_critical.append(j.category in (JobCategory.TIME_CRITICAL, JobCategory.STREAMING))
+
+    def _decision(self, ev: pb.Event, job_id: str) -> int | None:
+        i = self.index_of_job.get(job_id)
+        return i if i is not None else self.index_of_decision.get(ev.decision_id)
+
+    def on_event(self, ev: pb.Event) -> None:
+        kind = ev.WhichOneof("kind")
+        if kind == "deadline_missed":
+            self.miss_times.append(float(ev.timestamp_ms))
+            i = self._decision(ev, ev.deadline_missed.job_id)
+            if i is not None:
+                self.own_missed[i] = self.own_missed.get(i, 0) + 1
+        elif kind == "job_finished":
+            jf = ev.job_finished
+            i = self._decision(ev, jf.job_id)
+            if i is not None:
+                self.finished[i] = (float(ev.timestamp_ms), float(jf.delay_ratio), int(jf.missed_deadlines))
+
+    def knowledge(self, cfg: RlFcConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(states, actions, values) of the decisions whose job finished; values by Eq. 1-2."""
+        done = sorted(self.finished)
+        if not done:
+            return np.zeros((0, 0), np.float32), np.zeros(0, np.int64), np.zeros(0, np.float32)
+        finish = np.array([self.finished[i][0] for i in done])
+        delay = np.array([self.finished[i][1] for i in done])
+        # A job's own MDL: its DeadlineMissed events, or the count its JobFinished reports if that is larger.
+        own = np.array([max(self.own_missed.get(i, 0), self.finished[i][2]) for i in done])
+        values = action_values(np.array(self.time_critical)[done], np.array(self.deploy_time)[done], finish, own,
+                               delay, np.array(self.miss_times), cfg)
+        return (np.stack([self.states[i] for i in done]), np.array(self.actions, dtype=np.int64)[done],
+                values.astype(np.float32))
+
+
+class ExplorationPolicy(Policy):
+    """The learner's behaviour policy (Eq. 3 and Algorithm 1); not a served policy: it explores with an RNG."""
+
+    name = "rl-fc-explore"
+    capabilities = frozenset({ROUTE})
+
+    def __init__(self, cfg: RlFcConfig, rng: np.random.Generator, log: EpisodeLog):
+        self.cfg = cfg
+        self.rng = rng
+        self.log = log
+        self.network: ValueNetwork | None = None
+        self.eps1 = cfg.eps1_start
+        self.guide = create(cfg.guide) if cfg.improved_greedy else None
+
+    def route(self, obs: RouteObservation) -> RouteDecision:
+        states = job_states(obs)
+        n_clusters = len(obs.clusters)
+        if self.rng.random() < self.eps1:
+            if self.guide is None or self.rng.random() < self.cfg.eps2:
+                job, c = divmod(int(self.rng.integers(len(obs.jobs) * n_clusters)), n_clusters)
+            else:
+                d = self.guide.route(obs)
+                job = d.job_index
+                c = next(i for i, cl in enumerate(obs.clusters) if cl.cluster_id == d.cluster_id)
+        else:
+            job, c = divmod(int(np.argmax(self.network(states))), n_clusters)
+        self.log.decided(obs, states, job, c)
+        return RouteDecision(job, obs.clusters[c].cluster_id)
+
+
+class ValueMLP(nn.Module):
+    """The value network: state -> one action value per cluster (section IV-B); layer names match the artifact."""
+
+    def __init__(self, state_dim: int, n_actions: int, hidden: tuple[int, ...]):
+        super().__init__()
+        if len(hidden) != len(LAYER_NAMES) - 1:
+            raise ValueError(f"rl-fc has {len(LAYER_NAMES) - 1} hidden layers; got hidden={hidden}")
+        self.hidden1 = nn.Linear(state_dim, hidden[0])
+        self.hidden2 = nn.Linear(hidden[0], hidden[1])
+        self.output = nn.Linear(hidden[1], n_actions)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.output(torch.relu(self.hidden2(torch.relu(self.hidden1(x)))))
+
+
+def network_tensors(net) -> dict[str, np.ndarray]:
+    return {k: v.detach().cpu().numpy().copy() for k, v in net.state_dict().items()}
+
+
+def _mean_metrics(episodes: list[dict[str, float]]) -> dict[str, float]:
+    tmdl = float(np.mean([e["tmdl"] for e in episodes]))
+    ajdr = float(np.mean([e["ajdr"] for e in episodes]))
+    # Eq. 9 on the episode means, as the paper's Fig. 4 does.
+    return {"tmdl": tmdl, "ajdr": ajdr, "eval_app": eval_app(tmdl, ajdr)}
+
+
+def evaluate_policy(scenario: Scenario, policy: Policy, cfg: RlFcConfig) -> dict[str, float]:
+    driver = InProcessDriver(policy)
+    return _mean_metrics([scenario.run_episode(driver, cfg.eval_seed + i) for i in range(cfg.eval_episodes)])
+
+
+class RlFcTrainer:
+    """Holds the network, optimiser, buffer and RNGs of one run; checkpoints all of them for --resume."""
+
+    def __init__(self, scenario: Scenario, cfg: RlFcConfig, seed: int, out: Path):
+        torch.set_num_threads(max(1, cfg.threads))
+        self.scenario, self.cfg, self.seed, self.out = scenario, cfg, seed, out
+        torch.manual_seed(seed)
+        self.rng = np.random.default_rng(seed)
+        self.log = EpisodeLog()
+        self.behaviour = ExplorationPolicy(cfg, np.random.default_rng([seed, 1]), self.log)
+        self.driver = InProcessDriver(self.behaviour)
+        self.driver.engine.listeners.append(self.log.on_event)
+        self.net = None
+        self.optim = None
+        self.buffer: ReplayBuffer | None = None
+        self.episode = 0               # episodes completed
+        self.curve: list[dict[str, Any]] = []   # one row per evaluation
+        self.train_rows: list[dict[str, Any]] = []  # one row per training episode
+        self.baselines: dict[str, dict[str, float]] = {}
+        self.best: dict[str, Any] | None = None
+        self.train_seconds = 0.0   # playing training episodes, valuing them and the training passes
+        self.wall_seconds = 0.0    # the whole run: training, evaluations, checkpoints
+        self._plotted_at = time.monotonic()
+
+    def plot_due(self) -> bool:
+        """The PNG is redrawn at most every PLOT_EVERY_S during a run (matplotlib takes seconds), and at the end."""
+        return time.monotonic() - self._plotted_at >= PLOT_EVERY_S
+
+    # ---------------------------------------------------------------- set-up
+
+    def ensure_network(self) -> None:
+        """Size the network from one observation of the scenario (state dimension, number of clusters)."""
+        if self.net is not None:
+            return
+        probe = _ProbePolicy()
+        try:
+            self.scenario.run_episode(InProcessDriver(probe), self.cfg.eval_seed)
+        except _Probed:
+            pass
+        if probe.shape is None:
+            raise RuntimeError(f"scenario {self.scenario.name} made no routing decision: cannot size the network")
+        self._make_network(*probe.shape)
+
+    def _make_network(self, state_dim: int, n_actions: int) -> None:
+        self.net = ValueMLP(state_dim, n_actions, self.cfg.hidden)
+        opt = torch.optim.Adam if self.cfg.optimizer == "adam" else torch.optim.SGD
+        self.optim = opt(self.net.parameters(), lr=self.cfg.lr)
+        self.buffer = ReplayBuffer(self.cfg.buffer_size, state_dim)
+        self.state_dim, self.n_actions = state_dim, n_actions
+        self._sync_behaviour()
+
+    def _sync_behaviour(self) -> None:
+        self.behaviour.network = ValueNetwork(network_tensors(self.net))
+
+    # ---------------------------------------------------------------- one episode
+
+    def train_seed(self, episode: int) -> int:
+        return self.cfg.train_seed + 100_000 * self.seed + episode
+
+    def run_episode(self) -> dict[str, Any]:
+        ep = self.episode + 1
+        self.behaviour.eps1 = epsilon1(ep, self.cfg)
+        self.log.reset()
+        metrics = self.scenario.run_episode(self.driver, self.train_seed(self.episode))
+        states, actions, values = self.log.knowledge(self.cfg)
+        if len(actions):
+            self.buffer.add(states, actions, values)
+        loss = self.train_pass()
+        self.episode = ep
+        row = {"episode": ep, "eps1": self.behaviour.eps1, "loss": loss, "decisions": len(self.log.actions),
+               "valued": int(len(actions)), "mean_value": float(values.mean()) if len(values) else None,
+               "tmdl": float(metrics.get("tmdl", math.nan)), "ajdr": float(metrics.get("ajdr", math.nan))}
+        self.train_rows.append(row)
+        return row
+
+    def train_pass(self) -> float | None:
+        """One pass over train_samples decisions sampled from the buffer, in minibatches; mean MSE."""
+        if len(self.buffer) < self.cfg.train_samples:
+            return None
+        s, a, v = self.buffer.sample(self.cfg.train_samples, self.rng)
+        s, a, v = torch.from_numpy(s), torch.from_numpy(a), torch.from_numpy(v)
+        losses = []
+        self.net.train()
+        for start in range(0, len(a), self.cfg.minibatch):
+            sl = slice(start, start + self.cfg.minibatch)
+            q = self.net(s[sl]).gather(1, a[sl, None]).squeeze(1)
+            loss = torch.nn.functional.mse_loss(q, v[sl])
+            self.optim.zero_grad()
+            loss.backward()
+            self.optim.step()
+            losses.append(loss.item())
+        self._sync_behaviour()
+        return float(np.mean(losses))
+
+    # ---------------------------------------------------------------- evaluation
+
+    def evaluate_baselines(self) -> None:
+        for name in self.cfg.baselines:
+            if name not in self.baselines:
+                self.baselines[name] = evaluate_policy(self.scenario, create(name), self.cfg)
+
+    def evaluate(self) -> dict[str, Any]:
+        tensors = network_tensors(self.net)
+        m = evaluate_policy(self.scenario, RlFcPolicy(tensors=tensors), self.cfg)
+        # Time spent so far (the evaluation itself not included): when the greedy policy first beats a baseline.
+        row = {"episode": self.episode, "eps1": self.behaviour.eps1, **m,
+               "train_seconds": round(self.train_seconds, 1), "wall_seconds": round(self.wall_seconds, 1)}
+        self.curve.append(row)
+        if self.best is None or m["eval_app"] > self.best["eval_app"]:
+            self.best = dict(row)
+            self.save_model(self.out / BEST_MODEL, tensors, m, best=True)
+        return row
+
+    # ---------------------------------------------------------------- files
+
+    def metadata(self, metrics: dict[str, float], best: bool) -> dict[str, Any]:
+        return {
+            "policy": POLICY_NAME, "algorithm": "rl-fc", "scenario": self.scenario.name,
+            "scenario_params": self.scenario.describe(), "seed": self.seed, "episodes_trained": self.episode,
+            "selected": "best validation Eval_app" if best else "final episode",
+            "hyperparameters": dataclasses.asdict(self.cfg), "state_dim": self.state_dim,
+            "n_clusters": self.n_actions, "validation": {"episodes": self.cfg.eval_episodes,
+                                                         "seed": self.cfg.eval_seed, **metrics},
+            "baselines_validation": self.baselines, "train_seconds": round(self.train_seconds, 1),
+            "wall_seconds": round(self.wall_seconds, 1),
+            "model_version": f"rl-fc-{self.scenario.name}-s{self.seed}-ep{self.episode}",
+        }
+
+    def save_model(self, path: Path, tensors: dict[str, np.ndarray], metrics: dict[str, float],
+                   best: bool = False) -> str:
+        from policy_engine.artifact import save_artifact
+
+        return save_artifact(path, tensors, self.metadata(metrics, best))
+
+    def checkpoint(self) -> None:
+        state = {
+            "config": dataclasses.asdict(self.cfg), "scenario": self.scenario.name, "seed": self.seed,
+            "episode": self.episode, "state_dim": self.state_dim, "n_actions": self.n_actions,
+            "net": self.net.state_dict(), "optim": self.optim.state_dict(),
+            "buffer": {k: torch.from_numpy(v) for k, v in self.buffer.state_dict().items()},
+            "rng": json.dumps(self.rng.bit_generator.state),
+            "behaviour_rng": json.dumps(self.behaviour.rng.bit_generator.state),
+            "torch_rng": torch.get_rng_state(),
+            "curve": json.dumps(self.curve), "train_rows": json.dumps(self.train_rows),
+            "baselines": json.dumps(self.baselines), "best": json.dumps(self.best),
+            "train_seconds": self.train_seconds, "wall_seconds": self.wall_seconds,
+        }
+        tmp = self.out / f".{CHECKPOINT}.tmp"
+        torch.save(state, tmp)
+        os.replace(tmp, self.out / CHECKPOINT)
+
+    def restore(self, path: Path) -> None:
+        try:
+            state = torch.load(path, weights_only=True)  # no arbitrary code from a checkpoint file
+        except Exception as e:
+            raise ValueError(f"checkpoint {path} cannot be read ({type(e).__name__}: {e})") from None
+        if state["scenario"] != self.scenario.name or state["seed"] != self.seed:
+            raise ValueError(f"checkpoint {path} is for scenario {state['scenario']} seed {state['seed']}, not "
+                             f"{self.scenario.name} seed {self.seed}")
+        saved = {k: (tuple(v) if isinstance(v, list) else v) for k, v in state["config"].items()}
+        differ = [k for k, v in saved.items() if k not in ("episodes", "eval_every", "checkpoint_every", "threads")
+                  and getattr(self.cfg, k) != v]
+        if differ:
+            raise ValueError(f"checkpoint {path} was trained with other hyper-parameters ({', '.join(differ)}); "
+                             f"resume with the same --set values")
+        self._make_network(state["state_dim"], state["n_actions"])
+        self.net.load_state_dict(state["net"])
+        self.optim.load_state_dict(state["optim"])
+        self.buffer.load_state_dict({k: v.numpy() for k, v in state["buffer"].items()})
+        self.rng.bit_generator.state = json.loads(state["rng"])
+        self.behaviour.rng.bit_generator.state = json.loads(state["behaviour_rng"])
+        torch.set_rng_state(state["torch_rng"])
+        self.episode = state["episode"]
+        self.curve = json.loads(state["curve"])
+        self.train_rows = json.loads(state["train_rows"])
+        self.baselines = json.loads(state["baselines"])
+        self.best = json.loads(state["best"])
+        self.train_seconds = float(state["train_seconds"])
+        self.wall_seconds = float(state.get("wall_seconds", 0.0))
+        self._sync_behaviour()
+
+    def write_curve(self, plot: bool = True) -> None:
+        data = {"scenario": self.scenario.name, "seed": self.seed, "config": dataclasses.asdict(self.cfg),
+                "baselines": self.baselines, "evaluations": self.curve, "episodes": self.train_rows,
+                "train_seconds": round(self.train_seconds, 1), "wall_seconds": round(self.wall_seconds, 1)}
+        tmp = self.out / f".{CURVE_JSON}.tmp"
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, self.out / CURVE_JSON)
+        if plot:
+            plot_learning_curve(data, self.out / CURVE_PNG)
+            self._plotted_at = time.monotonic()
+
+
+class _Probed(Exception):
+    pass
+
+
+class _ProbePolicy(Policy):
+    """Reads the state dimension and cluster count off the first observation, then stops the episode."""
+
+    name = "rl-fc-probe"
+    capabilities = frozenset({ROUTE})
+    shape: tuple[int, int] | None = None
+
+    def route(self, obs: RouteObservation) -> RouteDecision:
+        self.shape = (job_states(obs).shape[1], len(obs.clusters))
+        raise _Probed
+
+
+def plot_learning_curve(data: dict[str, Any], path: Path, label: str = "RL-FC") -> None:
+    """Fig. 4 style: validation Eval_app of the greedy policy per episode, baselines as horizontal lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    ev = data["evaluations"]
+    if ev:
+        ax.plot([r["episode"] for r in ev], [r["eval_app"] for r in ev], "o-", color="black", label=label)
+    for i, (name, m) in enumerate(sorted(data["baselines"].items())):
+        ax.axhline(m["eval_app"], color=f"C{i}", linestyle="--", label=name.upper())
+    ax.set_xlabel("training episode")
+    ax.set_ylabel("Eval_app (validation, higher is better)")
+    ax.set_title(f"{data['scenario']}: greedy policy vs baselines")
+    ax.legend(fontsize=8)
+    rows = data["episodes"]
+    if rows:
+        x = np.array([r["episode"] for r in rows])
+        tmdl = np.array([r["tmdl"] for r in rows], dtype=float)
+        k = max(1, len(x) // 50)
+        smooth = np.convolve(tmdl, np.ones(k) / k, mode="valid")
+        ax2.plot(x[k - 1:], smooth, color="C3", label=f"training-episode TMDL (mean of {k})")
+        ax2.set_xlabel("training episode")
+        ax2.set_ylabel("TMDL of the behaviour policy")
+        ax3 = ax2.twinx()
+        ax3.plot(x, [r["eps1"] for r in rows], color="gray", linewidth=0.8, label="ε1")
+        ax3.set_ylabel("ε1")
+        ax2.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, resume: bool = False,
+                progress: bool = True, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`emulator train --algo rl-fc`: train, evaluate, checkpoint; write the model artifact and learning curve."""
+    from tqdm import tqdm
+
+    cfg = RlFcConfig.from_options(dict(options or {}), episodes=episodes)
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt = out / CHECKPOINT
+    if ckpt.exists() and not resume:
+        raise ValueError(f"{out} already holds a training run ({CHECKPOINT}); pass --resume to continue it or "
+                         f"choose another --out")
+    if resume and not ckpt.exists():
+        raise ValueError(f"--resume: no {CHECKPOINT} in {out}")
+    started = time.perf_counter()
+    trainer = RlFcTrainer(scenario, cfg, seed, out)
+    if resume:
+        trainer.restore(ckpt)
+    else:
+        trainer.ensure_network()
+    trainer.evaluate_baselines()
+    trainer.wall_seconds += time.perf_counter() - started
+    bar = tqdm(total=cfg.episodes, initial=trainer.episode, desc=f"rl-fc {scenario.name}", unit="ep",
+               file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    last_eval = trainer.curve[-1] if trainer.curve else None
+    while trainer.episode < cfg.episodes:
+        t0 = time.perf_counter()
+        row = trainer.run_episode()
+        trainer.train_seconds += time.perf_counter() - t0
+        ep = trainer.episode
+        if ep % cfg.eval_every == 0 or ep == cfg.episodes:
+            last_eval = trainer.evaluate()
+        trainer.wall_seconds += time.perf_counter() - t0
+        if ep % cfg.checkpoint_every == 0 and ep < cfg.episodes:
+            trainer.checkpoint()
+            trainer.write_curve(plot=trainer.plot_due())
+        post = {"eps1": f"{row['eps1']:.3f}", "tmdl": f"{row['tmdl']:.0f}"}
+        if row["loss"] is not None:
+            post["loss"] = f"{row['loss']:.4f}"
+        if last_eval:
+            post["val_eval"] = f"{last_eval['eval_app']:.4f}"
+        bar.set_postfix(post)
+        bar.update(1)
+    bar.close()
+    if not trainer.curve or trainer.curve[-1]["episode"] != trainer.episode:
+        t0 = time.perf_counter()
+        trainer.evaluate()
+        trainer.wall_seconds += time.perf_counter() - t0
+    final = trainer.curve[-1]
+    checksum = trainer.save_model(out / MODEL, network_tensors(trainer.net),
+                                  {k: final[k] for k in ("tmdl", "ajdr", "eval_app")})
+    trainer.checkpoint()
+    trainer.write_curve()
+    return {"algo": "rl-fc", "scenario": scenario.name, "seed": seed, "episodes": trainer.episode,
+            "train_seconds": round(trainer.train_seconds, 1), "wall_seconds": round(trainer.wall_seconds, 1),
+            "model": str(out / MODEL), "checksum": checksum,
+            "best_model": str(out / BEST_MODEL), "best": trainer.best,
+            "final": {k: final[k] for k in ("tmdl", "ajdr", "eval_app")}, "baselines": trainer.baselines,
+            "learning_curve": str(out / CURVE_PNG)}
+
+
+register_algo("rl-fc", train_rl_fc)
