@@ -19,8 +19,12 @@ install: $(STAMP) proto
 proto: $(STAMP)
 	$(PY) -m policy_engine.proto
 
+# Every step below talks to real `policy-engine serve` processes over gRPC on loopback ("--remote spawn").
 demo: install
 	$(VENV)/bin/policy-engine demo
+	$(VENV)/bin/emulator compare --scenario locality-wordcount --policies fifo,delay,acl --episodes 5 --remote spawn
+	$(VENV)/bin/emulator compare --scenario multicluster-uniform --policies sf-e,rl-fc \
+	    --model rl-fc=models/rl-fc-uniform.safetensors --against sf-e --episodes 3 --remote spawn
 
 # Python tests, then the plugin: Maven builds the shaded jar and runs its unit tests and the mini-cluster
 # integration tests, which start the engine from this .venv (so `install` comes first).

@@ -28,6 +28,17 @@ def _check_policies(names: list[str]) -> None:
             raise SystemExit(f"emulator: {e}") from None
 
 
+def parse_models(pairs: list[str]) -> dict[str, str]:
+    """`--model POLICY=PATH` pairs; policy names keep their dashes (rl-fc)."""
+    out = {}
+    for pair in pairs:
+        policy, sep, path = pair.partition("=")
+        if not sep or not policy or not path:
+            raise SystemExit(f"emulator: --model takes POLICY=PATH, got {pair!r}")
+        out[policy] = path
+    return out
+
+
 def cmd_scenarios(args) -> int:
     from emulator.scenario import scenarios
 
@@ -67,11 +78,14 @@ def cmd_compare(args) -> int:
     if not policies:
         raise SystemExit("emulator: --policies is empty")
     _check_policies(policies)
-    models = dict(parse_options(args.model)) if args.model else {}
+    models = parse_models(args.model or [])
+    unknown = sorted(set(models) - set(policies))
+    if unknown:
+        raise SystemExit(f"emulator: --model names {', '.join(unknown)}, not among --policies {','.join(policies)}")
     try:
         result = compare(scenario, policies, args.episodes or scenario.default_episodes, args.seed,
                          against=args.against, models=models, remote=args.remote, progress=not args.no_progress)
-    except ValueError as e:
+    except (ValueError, RuntimeError) as e:  # bad model or option; an engine that would not start
         raise SystemExit(f"emulator: {e}") from None
     result["mode"] = "remote" if args.remote else "in-process"
     if not args.json:

@@ -44,3 +44,15 @@ def test_help_explains_commands():
 def test_emulator_unknown_scenario_lists_valid_ones():
     r = run("emulator.cli", "run", "--scenario", "no-such", "--policy", "fifo")
     assert r.returncode != 0 and "unknown scenario 'no-such'; valid scenarios:" in r.stderr
+
+
+def test_compare_takes_a_model_per_policy_by_its_dashed_name(tmp_path):
+    r = run("emulator.cli", "compare", "--scenario", "multicluster-uniform", "--policies", "sf-e,rl-fc",
+            "--model", "rl-fc=models/rl-fc-uniform.safetensors", "--against", "sf-e", "--episodes", "1",
+            "--param", "jobs=60", "--json", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert set(result["policies"]) == {"sf-e", "rl-fc"} and result["against"] == "sf-e"
+    r = run("emulator.cli", "compare", "--scenario", "multicluster-uniform", "--policies", "sf-e",
+            "--model", "rl-fc=x.safetensors", "--episodes", "1")
+    assert r.returncode != 0 and "not among --policies" in r.stderr
