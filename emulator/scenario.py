@@ -7,12 +7,11 @@ every policy compared on episode i sees the same workload.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
 from emulator.drivers import Driver
+from policy_engine.modules import import_all
 
 
 class Scenario:
@@ -44,7 +43,6 @@ class ScenarioSpec:
 
 
 _SCENARIOS: dict[str, ScenarioSpec] = {}
-_LOADED = False
 
 
 class UnknownScenario(KeyError):
@@ -58,24 +56,13 @@ def register_scenario(name: str, summary: str, factory: Callable[..., Scenario])
     _SCENARIOS[name] = ScenarioSpec(name, summary, factory)
 
 
-def _load_builtin() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    import emulator.scenarios as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"{pkg.__name__}.{mod.name}")
-
-
 def scenarios() -> list[ScenarioSpec]:
-    _load_builtin()
+    import_all("emulator.scenarios")
     return sorted(_SCENARIOS.values(), key=lambda s: s.name)
 
 
 def get_scenario(name: str, **params: Any) -> Scenario:
-    _load_builtin()
+    import_all("emulator.scenarios")
     try:
         spec = _SCENARIOS[name]
     except KeyError:

@@ -8,16 +8,14 @@ artifact written with policy_engine.artifact.save_artifact (config, seed, code v
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from pathlib import Path
 from typing import Any, Callable
 
 from emulator.scenario import Scenario
+from policy_engine.modules import import_all
 
 TrainFn = Callable[..., dict[str, Any]]
 _ALGOS: dict[str, TrainFn] = {}
-_LOADED = False
 
 
 class UnknownAlgorithm(KeyError):
@@ -32,27 +30,14 @@ def register_algo(name: str, fn: TrainFn) -> TrainFn:
     return fn
 
 
-def _load_builtin() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    try:
-        import emulator.learners as pkg
-    except ImportError:
-        return
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"{pkg.__name__}.{mod.name}")
-
-
 def algorithms() -> list[str]:
-    _load_builtin()
+    import_all("emulator.learners")
     return sorted(_ALGOS)
 
 
 def train(algo: str, scenario: Scenario, episodes: int | None, seed: int, out: str | Path, resume: bool = False,
           progress: bool = True, options: dict | None = None) -> dict[str, Any]:
-    _load_builtin()
+    import_all("emulator.learners")
     if algo not in _ALGOS:
         valid = ", ".join(sorted(_ALGOS)) or "(none registered yet)"
         raise UnknownAlgorithm(f"unknown training algorithm {algo!r}; available: {valid}")

@@ -7,12 +7,11 @@ learners, environments and the gRPC transport live elsewhere and drive the same 
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
+from policy_engine.modules import import_all
 from policy_engine.types import RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
 
 SCHEDULE = "schedule"
@@ -51,7 +50,6 @@ class PolicySpec:
 
 
 _REGISTRY: dict[str, PolicySpec] = {}
-_LOADED = False
 
 
 def register(name: str, summary: str, capabilities: frozenset[str] | set[str], model: str = "none"):
@@ -68,24 +66,13 @@ def register(name: str, summary: str, capabilities: frozenset[str] | set[str], m
     return wrap
 
 
-def _load_builtin() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    import policy_engine.policies as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"{pkg.__name__}.{mod.name}")
-
-
 def available() -> list[PolicySpec]:
-    _load_builtin()
+    import_all("policy_engine.policies")
     return sorted(_REGISTRY.values(), key=lambda s: s.name)
 
 
 def spec(name: str) -> PolicySpec:
-    _load_builtin()
+    import_all("policy_engine.policies")
     try:
         return _REGISTRY[name]
     except KeyError:
