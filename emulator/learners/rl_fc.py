@@ -22,7 +22,6 @@ import dataclasses
 import json
 import math
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ import torch
 from torch import nn
 
 from emulator.drivers import InProcessDriver
+from emulator.learners import common
 from emulator.multicluster.metrics import eval_app
 from emulator.scenario import Scenario
 from emulator.training import register_algo
@@ -488,9 +488,7 @@ class RlFcTrainer:
         data = {"scenario": self.scenario.name, "seed": self.seed, "config": dataclasses.asdict(self.cfg),
                 "baselines": self.baselines, "evaluations": self.curve, "episodes": self.train_rows,
                 "train_seconds": round(self.train_seconds, 1), "wall_seconds": round(self.wall_seconds, 1)}
-        tmp = self.out / f".{CURVE_JSON}.tmp"
-        tmp.write_text(json.dumps(data, indent=1))
-        os.replace(tmp, self.out / CURVE_JSON)
+        common.write_json(self.out / CURVE_JSON, data)
         if plot:
             plot_learning_curve(data, self.out / CURVE_PNG)
             self._plotted_at = time.monotonic()
@@ -550,8 +548,6 @@ def plot_learning_curve(data: dict[str, Any], path: Path, label: str = "RL-FC") 
 def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, resume: bool = False,
                 progress: bool = True, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """`emulator train --algo rl-fc`: train, evaluate, checkpoint; write the model artifact and learning curve."""
-    from tqdm import tqdm
-
     cfg = RlFcConfig.from_options(dict(options or {}), episodes=episodes)
     out.mkdir(parents=True, exist_ok=True)
     ckpt = out / CHECKPOINT
@@ -568,8 +564,7 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
         trainer.ensure_network()
     trainer.evaluate_baselines()
     trainer.wall_seconds += time.perf_counter() - started
-    bar = tqdm(total=cfg.episodes, initial=trainer.episode, desc=f"rl-fc {scenario.name}", unit="ep",
-               file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    bar = common.progress(cfg.episodes, trainer.episode, f"rl-fc {scenario.name}", enabled=progress)
     last_eval = trainer.curve[-1] if trainer.curve else None
     while trainer.episode < cfg.episodes:
         t0 = time.perf_counter()
