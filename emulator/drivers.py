@@ -20,6 +20,7 @@ from policy_engine.types import RouteDecision, RouteObservation, ScheduleDecisio
 class Driver:
     mode = "abstract"
     policy_name = ""
+    capabilities: frozenset[str] = frozenset()   # the served policy's (GetInfo's capabilities over gRPC)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         raise NotImplementedError
@@ -47,6 +48,7 @@ class InProcessDriver(Driver):
         self.engine = Engine(policy)
         self.engine.attach_learner()  # as `policy-engine serve` does, so both modes learn alike
         self.policy_name = policy.name
+        self.capabilities = frozenset(policy.capabilities)
         self.schedule = self.engine.schedule  # bound directly: the hot path of every emulator step
         self.route = self.engine.route
 
@@ -75,6 +77,7 @@ class RemoteDriver(Driver):
             self.close()
             raise ValueError(f"the engine at {target} serves policy {info.policy!r}, not {expect_policy!r}")
         self.policy_name = info.policy
+        self.capabilities = frozenset(info.capabilities)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         return self.client.schedule_obs(obs)

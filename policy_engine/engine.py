@@ -17,6 +17,8 @@ import os
 from collections import OrderedDict
 from typing import Callable, Iterable
 
+import numpy as np
+
 from policy_engine import PROTOCOL_VERSION, __version__
 from policy_engine.codec import (
     InvalidRequest,
@@ -124,6 +126,47 @@ def clip_schedule(obs: ScheduleObservation, decision: ScheduleDecision) -> tuple
     return ScheduleDecision(out), cut
 
 
+def fits_together(v, tasks: np.ndarray, nodes: np.ndarray) -> bool:
+    """Do these tasks all fit on these nodes of the manager's view at once."""
+    size = v.cpu_free.size
+    need_c = np.bincount(nodes, weights=v.task_cpu[tasks], minlength=size)
+    need_n = np.bincount(nodes, weights=v.task_net[tasks], minlength=size)
+    return bool((need_c <= v.cpu_free).all() and (need_n <= v.net_free).all())
+
+
+def clip_manager(obs: RouteObservation, decision: RouteDecision) -> tuple[RouteDecision, int]:
+    """A DSRAP manager's decision cut to what holds (the Route counterpart of clip_schedule): every allocation on a
+    node of its own cluster with room left (in task order), every forward to a neighbour, of a task not allocated,
+    within the transfer limit. Returns the checked decision and how many task decisions were removed."""
+    v = obs.manager
+    n = v.task_id.size
+    node = np.full(n, -1, dtype=np.int64) if decision.task_node is None else np.asarray(decision.task_node, np.int64)
+    nxt = np.full(n, -1, dtype=np.int64) if decision.task_next is None else np.asarray(decision.task_next, np.int64)
+    if node.shape != (n,) or nxt.shape != (n,):
+        raise RuntimeError(f"policy answered for {node.size} / {nxt.size} tasks of a manager holding {n}")
+    node, nxt = node.copy(), nxt.copy()
+    cut = 0
+    alloc = np.flatnonzero(node >= 0)
+    if alloc.size and not (node[alloc].max() < v.cpu_free.size and fits_together(v, alloc, node[alloc])):
+        cpu_free, net_free = v.cpu_free.copy(), v.net_free.copy()
+        for i in alloc.tolist():  # the slow path: keep allocations in task order while they fit
+            k = int(node[i])
+            if k >= cpu_free.size or cpu_free[k] < v.task_cpu[i] or net_free[k] < v.task_net[i]:
+                node[i] = -1
+                cut += 1
+                continue
+            cpu_free[k] -= v.task_cpu[i]
+            net_free[k] -= v.task_net[i]
+    bad = (nxt >= 0) & ((node >= 0) | ~(nxt[:, None] == v.neighbors[None, :]).any(axis=1))
+    nxt[bad] = -1
+    cut += int(bad.sum())
+    fwd = np.flatnonzero(nxt >= 0)
+    if fwd.size > v.transfer_limit:
+        nxt[fwd[v.transfer_limit:]] = -1
+        cut += fwd.size - v.transfer_limit
+    return RouteDecision(decision.job_index, v.cluster_id, node, nxt, decision.trace), cut
+
+
 class EngineMetrics:
     """Prometheus metrics of one engine, in their own registry (several engines can live in one process)."""
 
@@ -158,6 +201,8 @@ class Engine:
         self.annotators: list[Callable[[ScheduleObservation], None]] = []
         # Called with (observation, clipped decision) after every Schedule: online learners pair them with Reports.
         self.decision_listeners: list[DecisionListener] = []
+        # Called with (observation, checked decision) after every Route (DSRAP learners: policy_engine.dsrap).
+        self.route_listeners: list[Callable[[RouteObservation, RouteDecision], None]] = []
         self.learner = None
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex()
@@ -207,6 +252,18 @@ class Engine:
         if ROUTE not in self.policy.capabilities:
             raise NotImplementedError(f"policy {self.policy.name!r} does not route jobs to clusters")
         decision = self.policy.route(obs)
+        if obs.manager is not None:
+            decision, cut = clip_manager(obs, decision)
+            if cut:
+                log.debug("policy %s: %d task decisions for manager %d did not hold; removed", self.policy.name, cut,
+                          obs.manager.cluster_id)
+                if self.metrics is not None:
+                    self.metrics.clipped.inc(cut)
+            if self.metrics is not None:
+                self.metrics.decisions.labels("route", self.policy.name).inc()
+            for listener in self.route_listeners:
+                listener(obs, decision)
+            return decision
         if not (0 <= decision.job_index < len(obs.jobs)):
             raise RuntimeError(f"policy {self.policy.name!r} chose job index {decision.job_index} "
                                f"of a buffer of {len(obs.jobs)}")

@@ -1,0 +1,523 @@
+"""DSRAP (seed 004): the two decisions of a cluster manager, their tables, and the FAL/PGA learner.
+
+A manager's step (the paper's Algorithm 3) is one Route call whose RouteObservation.manager is its local view:
+  * first decision (Algorithm 4), which tasks to allocate locally: best-first (tasks by decreasing utility rate,
+    each allocated where it fits) or Learning1: a stochastic policy pi1 over task types + VOID_TASK on the abstract
+    state <s_t, s_c> (s_t: which task types are allocable, s_c: node counts per (CPU level, network level));
+  * second decision (Algorithm 5), where to forward each task not allocated: a uniformly random neighbour or
+    Learning2: a stochastic policy pi2 over neighbours on the state <type, remaining waiting time>.
+Both learned policies are updated by PGA (Algorithm 2): Delta(s, a) = zeta (Q(s, a) - sum_a' pi(s, a') Q(s, a')),
+then pi(s) <- limit(pi(s) + Delta(s)), the closest valid policy in which every action keeps its minimum
+exploration probability. Learning1's Q is the expected-value Q-learning of Sec. 4.1.1 with reward u (Eq. 5);
+Learning2's Q is Q <- (1 - alpha) Q + alpha r with r from the receiving neighbour (Eq. 6, 7), plus backward
+exploration (Sec. 4.2.2).
+
+The tables live in `DsrapTables` (one set per manager), the policy reads them, and `DsrapLearner` writes them after
+every decision it sees: the policy stays a function of (observation, tables), so it runs the same in-process and
+behind `policy-engine serve`. One engine hosts all managers' tables, so Eq. 6's "reward returned from neighbour j"
+is computed from j's tables and j's latest local view in the same process, as the message would carry it.
+
+Choices the paper leaves open (defaults in FalSettings):
+  * Learning1: alpha 0.1, gamma 0.9, minimum exploration 0.02 per task type and 0.01 for VOID_TASK ("we also limit
+    the exploration rate to select VOID_TASK"), the greedy-only threshold at utilization 0.5 of both resources;
+    node counts in s_c capped at 3 (0, 1, 2, 3+), which keeps the table learnable within a 20 000-step episode;
+    a selected task goes to the node where it fits best (least CPU + network left over).
+  * Learning2: Q starts at 0, pi2 uniform, minimum exploration 0.01 per neighbour; the paper's alpha = 0.5.
+  * tasks are forwarded highest utility rate first when more than the transfer limit wait.
+  * SDL's p_j(x) (Eq. 6 without Learning1) is the fraction of j's allocable tasks of that type j allocated so far,
+    (allocated + 1) / (seen + 2).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from policy_engine.types import ManagerView, RouteDecision, RouteObservation
+
+N_TYPES = 4
+VOID = N_TYPES                       # the action index of VOID_TASK in Learning1
+LEVELS = 3
+Z_TERTILE = 0.4307272992954576       # N(0,1) quantile of 2/3: three equally likely levels
+
+
+@dataclass(frozen=True)
+class FalSettings:
+    alpha1: float = 0.1
+    gamma1: float = 0.9
+    eps_type: float = 0.02
+    eps_void: float = 0.01
+    greedy_below: float = 0.5
+    count_cap: int = 3
+    alpha2: float = 0.5
+    eps_neighbor: float = 0.01
+    max_wait: int = 10
+    # Unseen Learning1 states start greedy: the type ranked highest here (the types' mean utility rates, Sec. 5.1)
+    type_utility: tuple = (1.0, 6.0, 5.0, 25.0)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def zeta1(t: float) -> float:
+    """Learning1's PGA rate, min(0.1, 2000 / (2000 + t)) (Sec. 5.1)."""
+    return min(0.1, 2000.0 / (2000.0 + t))
+
+
+def zeta2(t: float) -> float:
+    """Learning2's PGA rate, min(0.5, 10000 / (10000 + t))."""
+    return min(0.5, 10000.0 / (10000.0 + t))
+
+
+def limit(pi: np.ndarray, minimum: np.ndarray) -> np.ndarray:
+    """GIGA's projection with a floor: the x closest to `pi` (Euclidean) with x >= minimum and sum(x) = 1."""
+    mass = 1.0 - float(minimum.sum())
+    v = pi - minimum
+    # projection of v onto the simplex of total `mass` (Duchi et al. 2008)
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - mass
+    idx = np.arange(1, v.size + 1)
+    rho = np.flatnonzero(u - css / idx > 0)
+    theta = css[rho[-1]] / (rho[-1] + 1) if rho.size else css[-1] / v.size
+    return np.maximum(v - theta, 0.0) + minimum
+
+
+class CounterRandom:
+    """Uniform draws in [0, 1) from a 64-bit key and a counter (SplitMix64): a fixed stream per request id, and
+    about ten times cheaper to start than a numpy Generator, which matters at 16 managers per step."""
+
+    _M1, _M2, _GOLD = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
+
+    def __init__(self, key: int):
+        self.key = np.uint64(key & 0xFFFFFFFFFFFFFFFF)
+        self.n = 0
+
+    def random(self, size: int | None = None):
+        k = 1 if size is None else size
+        with np.errstate(over="ignore"):
+            z = self.key + (np.arange(self.n + 1, self.n + k + 1, dtype=np.uint64) * self._GOLD)
+            z = (z ^ (z >> np.uint64(30))) * self._M1
+            z = (z ^ (z >> np.uint64(27))) * self._M2
+            z = z ^ (z >> np.uint64(31))
+        self.n += k
+        u = (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+        return float(u[0]) if size is None else u
+
+    def integers(self, low: int, high: int, size: int) -> np.ndarray:
+        return low + np.minimum((self.random(size) * (high - low)).astype(np.int64), high - low - 1)
+
+
+# ---------------------------------------------------------------- allocation helpers (pure)
+
+
+def fits_anywhere(cpu_free: np.ndarray, net_free: np.ndarray, cpu: np.ndarray, net: np.ndarray) -> np.ndarray:
+    """Per task: is there a node with room for it."""
+    if cpu.size == 0 or cpu_free.size == 0:
+        return np.zeros(cpu.size, dtype=bool)
+    return ((cpu_free[None, :] >= cpu[:, None]) & (net_free[None, :] >= net[:, None])).any(axis=1)
+
+
+def best_first(view: ManagerView) -> np.ndarray:
+    """The best-first algorithm: tasks by decreasing utility rate (earliest first on ties), each allocated on its
+    best-fit node if one has room. Returns the node index per task, -1 where not allocated."""
+    n = view.task_id.size
+    out = np.full(n, -1, dtype=np.int64)
+    if n == 0 or view.cpu_free.size == 0:
+        return out
+    fit = FitMatrix(view)
+    order = np.argsort(-view.task_utility, kind="stable")
+    for i in order[fit.any_node()[order]].tolist():
+        node = fit.best_node(i)
+        if node >= 0:
+            fit.take(i, node)
+            out[i] = node
+    return out
+
+
+class FitMatrix:
+    """Which task fits on which node, kept up to date as tasks are allocated (only the chosen node's column
+    changes), so a manager's allocation loop costs little per task that does not fit anywhere."""
+
+    def __init__(self, view: ManagerView):
+        self.cpu, self.net = view.task_cpu, view.task_net
+        self.cpu_free, self.net_free = view.cpu_free.copy(), view.net_free.copy()
+        self.fits = (self.cpu_free[None, :] >= self.cpu[:, None]) & (self.net_free[None, :] >= self.net[:, None])
+
+    def any_node(self) -> np.ndarray:
+        return self.fits.any(axis=1)
+
+    def best_node(self, i: int) -> int:
+        """The node where task i fits with the least CPU + network left over (first on ties); -1: none."""
+        row = self.fits[i]
+        if not row.any():
+            return -1
+        left = np.where(row, self.cpu_free + self.net_free, np.inf)
+        return int(np.argmin(left))
+
+    def take(self, i: int, node: int) -> None:
+        self.cpu_free[node] -= self.cpu[i]
+        self.net_free[node] -= self.net[i]
+        self.fits[:, node] = (self.cpu_free[node] >= self.cpu) & (self.net_free[node] >= self.net)
+        self.fits[i, :] = False
+
+
+def forward_order(view: ManagerView, not_allocated: np.ndarray) -> np.ndarray:
+    """Which of the tasks not allocated get this step's transfer slots: highest utility rate first."""
+    idx = np.flatnonzero(not_allocated)
+    if idx.size > view.transfer_limit:
+        idx = idx[np.argsort(-view.task_utility[idx], kind="stable")][: view.transfer_limit]
+        idx.sort()
+    return idx
+
+
+# ---------------------------------------------------------------- abstract states
+
+
+@dataclass
+class DemandStats:
+    """Running mean and variance of task demands per resource (Welford); Learning1's levels come from them."""
+
+    n: int = 0
+    mean: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    m2: np.ndarray = field(default_factory=lambda: np.zeros(2))
+
+    def add(self, cpu: np.ndarray, net: np.ndarray) -> None:
+        for x in np.stack([cpu, net], axis=1):
+            self.n += 1
+            d = x - self.mean
+            self.mean += d / self.n
+            self.m2 += d * (x - self.mean)
+
+    def thresholds(self, view: ManagerView) -> np.ndarray:
+        """(2 resources, 2 cut points): three equally likely levels of a Gaussian fitted to task demands."""
+        if self.n >= 2:
+            mean, std = self.mean, np.sqrt(self.m2 / (self.n - 1))
+        elif view.task_id.size:
+            x = np.stack([view.task_cpu, view.task_net])
+            mean, std = x.mean(axis=1), x.std(axis=1)
+        else:
+            mean, std = np.full(2, 20.0), np.full(2, 15.0)
+        return np.stack([mean - Z_TERTILE * std, mean + Z_TERTILE * std], axis=1)
+
+
+def resource_features(cpu_free: np.ndarray, net_free: np.ndarray, cuts: np.ndarray, cap: int) -> tuple:
+    """s_c: for each (CPU level, network level), how many nodes are at it (capped at `cap`)."""
+    lc = np.searchsorted(cuts[0], cpu_free, side="right")
+    ln = np.searchsorted(cuts[1], net_free, side="right")
+    counts = np.bincount(lc * LEVELS + ln, minlength=LEVELS * LEVELS)
+    return tuple(np.minimum(counts, cap).tolist())
+
+
+def type_bits(types: np.ndarray) -> int:
+    """s_t as a bit mask over task types."""
+    bits = 0
+    for t in np.unique(types).tolist():
+        bits |= 1 << t
+    return bits
+
+
+def bits_actions(bits: int) -> list[int]:
+    return [t for t in range(N_TYPES) if bits >> t & 1] + [VOID]
+
+
+# ---------------------------------------------------------------- tables
+
+
+class ManagerTables:
+    """One manager's Learning1 and Learning2 tables and the statistics Eq. 6 and 7 need."""
+
+    def __init__(self, settings: FalSettings, degree: int):
+        self.settings = settings
+        self.pi1: dict[tuple, np.ndarray] = {}
+        self.q1: dict[tuple, np.ndarray] = {}
+        w = settings.max_wait + 1
+        self.q2 = np.zeros((N_TYPES, w, degree))
+        self.pi2 = np.full((N_TYPES, w, degree), 1.0 / degree if degree else 0.0)
+        self.state_counts = [Counter() for _ in range(N_TYPES)]   # q(s_t | t): s_t seen when t was allocable
+        self.seen = np.zeros(N_TYPES)                              # SDL's p_j: allocable tasks seen, allocated
+        self.taken = np.zeros(N_TYPES)
+        self.pending = None                                        # the last Learning1 step, awaiting its s'
+
+    def minimum1(self, actions: list[int]) -> np.ndarray:
+        s = self.settings
+        return np.asarray([s.eps_void if a == VOID else s.eps_type for a in actions])
+
+    def policy1(self, key: tuple) -> np.ndarray:
+        """pi1(s, .) over the 5 actions (0 for those not available in s); unseen states start greedy: the type
+        with the highest mean utility rate on offer gets all but the minimum exploration mass."""
+        pi = self.pi1.get(key)
+        if pi is None:
+            actions = bits_actions(key[0])
+            greedy = np.zeros(len(actions))
+            types = actions[:-1]
+            greedy[int(np.argmax(np.asarray(self.settings.type_utility)[types]))] = 1.0
+            pi = np.zeros(N_TYPES + 1)
+            pi[actions] = limit(greedy, self.minimum1(actions))
+        return pi
+
+    def value1(self, key: tuple) -> float:
+        pi, q = self.pi1.get(key), self.q1.get(key)
+        if q is None or pi is None:
+            return 0.0
+        return float(pi @ q)
+
+
+class DsrapTables:
+    """All managers' tables, plus the shared demand statistics; reset per episode."""
+
+    def __init__(self, settings: FalSettings):
+        self.settings = settings
+        self.reset()
+
+    def reset(self) -> None:
+        self.managers: dict[int, ManagerTables] = {}
+        self.stats = DemandStats()
+        self.views: dict[int, ManagerView] = {}    # each manager's latest local view (after its decision)
+
+    def of(self, cluster_id: int, degree: int) -> ManagerTables:
+        m = self.managers.get(cluster_id)
+        if m is None:
+            m = self.managers[cluster_id] = ManagerTables(self.settings, degree)
+        return m
+
+
+# ---------------------------------------------------------------- the decisions (pure given the tables)
+
+
+@dataclass(slots=True)
+class Learning1Step:
+    key: tuple
+    action: int
+    reward: float
+
+
+def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tuple[np.ndarray, list]:
+    """Algorithm 4 with pi1: repeatedly pick a task type (or VOID_TASK) in the abstract state, allocate that
+    type's task with the greatest utility rate on its best-fit node. Returns (node per task, the steps taken)."""
+    s = tables.settings
+    mt = tables.of(view.cluster_id, view.neighbors.size)
+    n = view.task_id.size
+    out = np.full(n, -1, dtype=np.int64)
+    fit = FitMatrix(view)
+    cpu_free, net_free = fit.cpu_free, fit.net_free
+    cuts = tables.stats.thresholds(view)
+    used_c = 1.0 - cpu_free.sum() / max(view.cpu_capacity.sum(), 1e-9)
+    used_n = 1.0 - net_free.sum() / max(view.net_capacity.sum(), 1e-9)
+    greedy_only = used_c < s.greedy_below and used_n < s.greedy_below
+    open_ = fit.any_node()
+    trace: list[Learning1Step] = []
+    while open_.any():
+        types = view.task_type[open_]
+        bits = type_bits(types)
+        key = (bits, resource_features(cpu_free, net_free, cuts, s.count_cap))
+        best_u = np.full(N_TYPES, -np.inf)
+        np.maximum.at(best_u, types, view.task_utility[open_])
+        actions = bits_actions(bits)
+        if greedy_only:
+            a = int(max(actions[:-1], key=lambda t: best_u[t]))
+        else:
+            pi = mt.policy1(key)[actions]
+            a = int(actions[min(int(np.searchsorted(np.cumsum(pi), rng.random() * pi.sum())), len(actions) - 1)])
+        if a == VOID:
+            trace.append(Learning1Step(key, a, 0.0))
+            break
+        cand = np.flatnonzero(open_ & (view.task_type == a))
+        i = int(cand[np.argmax(view.task_utility[cand])])
+        node = fit.best_node(i)
+        fit.take(i, node)
+        out[i] = node
+        trace.append(Learning1Step(key, a, float(view.task_utility[i])))
+        open_ = fit.any_node()
+    return out, trace
+
+
+def random_neighbors(view: ManagerView, idx: np.ndarray, rng: CounterRandom) -> np.ndarray:
+    return view.neighbors[rng.integers(0, view.neighbors.size, size=idx.size)]
+
+
+def learning2(view: ManagerView, idx: np.ndarray, tables: DsrapTables, rng: CounterRandom) -> np.ndarray:
+    """Algorithm 5 with pi2: each task's neighbour drawn from pi2(<type, remaining wait>, .)."""
+    mt = tables.of(view.cluster_id, view.neighbors.size)
+    w = np.clip(view.task_wait[idx], 0, tables.settings.max_wait)
+    pi = mt.pi2[view.task_type[idx], w]                     # (tasks, degree)
+    cum = np.cumsum(pi, axis=1)
+    r = rng.random(idx.size)[:, None] * cum[:, -1:]
+    choice = np.minimum((cum < r).sum(axis=1), view.neighbors.size - 1)
+    return view.neighbors[choice]
+
+
+def decide(view: ManagerView, first: str, second: str, tables: DsrapTables | None,
+           rng: CounterRandom) -> RouteDecision:
+    """One manager's step: first decision, then forward what is left (up to the transfer limit)."""
+    trace = None
+    if first == "learning1":
+        task_node, trace = learning1(view, tables, rng)
+    else:
+        task_node = best_first(view)
+    task_next = np.full(task_node.size, -1, dtype=np.int64)
+    if view.neighbors.size:
+        idx = forward_order(view, task_node < 0)
+        if idx.size:
+            task_next[idx] = (learning2(view, idx, tables, rng) if second == "learning2"
+                              else random_neighbors(view, idx, rng))
+    return RouteDecision(job_index=0, cluster_id=view.cluster_id, task_node=task_node, task_next=task_next,
+                         trace=trace)
+
+
+# ---------------------------------------------------------------- the learner
+
+
+class DsrapLearner:
+    """Updates a DSRAP policy's tables after each of its decisions (attached to the engine that serves it).
+
+    A new episode (the request id's `<scenario>:<seed>` prefix changes) starts from fresh tables, as each of the
+    paper's simulation runs does."""
+
+    def __init__(self, tables: DsrapTables, first: str, second: str):
+        self.tables = tables
+        self.first = first
+        self.second = second
+        self._stream = None
+
+    def attach(self, engine) -> None:
+        engine.route_listeners.append(self.on_route)
+
+    def close(self) -> None:
+        pass
+
+    # ---------------------------------------------------------------- Eq. 6 and 7
+
+    def allocation_probability(self, j: int, ttype: int, cpu: float, net: float, wait_on_arrival: int) -> float:
+        """p_j(x): 0 when j has no room for x or x expires on the way; else Eq. 7 (Learning1) or the observed
+        allocation rate (best-first, SDL)."""
+        if wait_on_arrival < 0:
+            return 0.0
+        view = self.tables.views.get(j)
+        mt = self.tables.managers.get(j)
+        if view is None or mt is None:
+            return 0.5
+        if not ((view.cpu_free >= cpu) & (view.net_free >= net)).any():
+            return 0.0
+        if self.first != "learning1":
+            return float((mt.taken[ttype] + 1.0) / (mt.seen[ttype] + 2.0))
+        counts = mt.state_counts[ttype]
+        total = sum(counts.values())
+        if not total:
+            return 0.5
+        s = self.tables.settings
+        s_c = resource_features(view.cpu_free, view.net_free, self.tables.stats.thresholds(view), s.count_cap)
+        p = 0.0
+        for bits, n in counts.items():
+            p += n / total * mt.policy1((bits, s_c))[ttype]
+        return p
+
+    def reward(self, j: int, ttype: int, cpu: float, net: float, wait_on_arrival: int) -> float:
+        """Eq. 6: the probability that x is allocated once at j, by j's current policies."""
+        p = self.allocation_probability(j, ttype, cpu, net, wait_on_arrival)
+        if wait_on_arrival < 0:
+            return 0.0
+        mt = self.tables.managers.get(j)
+        future = 0.0
+        if mt is not None and mt.q2.shape[2]:
+            w = min(wait_on_arrival, self.tables.settings.max_wait)
+            future = float(mt.pi2[ttype, w] @ mt.q2[ttype, w])
+        return p + (1.0 - p) * future
+
+    # ---------------------------------------------------------------- updates
+
+    def on_route(self, obs: RouteObservation, decision: RouteDecision) -> None:
+        view = obs.manager
+        if view is None:
+            return
+        stream = obs.request_id.rsplit(":", 2)[0]
+        if stream != self._stream:
+            self.tables.reset()
+            self._stream = stream
+        tables = self.tables
+        s = tables.settings
+        t = obs.time
+        mt = tables.of(view.cluster_id, view.neighbors.size)
+        tables.stats.add(view.task_cpu, view.task_net)
+        # what this manager could allocate, and did (SDL's p_j; Eq. 7's q(s_t | t))
+        open_ = fits_anywhere(view.cpu_free, view.net_free, view.task_cpu, view.task_net)
+        if open_.any():
+            np.add.at(mt.seen, view.task_type[open_], 1.0)
+            took = decision.task_node >= 0
+            np.add.at(mt.taken, view.task_type[took], 1.0)
+        if decision.trace:
+            for step in decision.trace:
+                for ttype in bits_actions(step.key[0])[:-1]:
+                    mt.state_counts[ttype][step.key[0]] += 1
+            self._learn1(mt, decision.trace, zeta1(t))
+        # the manager's view after its decision, for its neighbours' Eq. 6
+        after = view
+        alloc = np.flatnonzero(decision.task_node >= 0)
+        if alloc.size:
+            cpu_free, net_free = view.cpu_free.copy(), view.net_free.copy()
+            np.subtract.at(cpu_free, decision.task_node[alloc], view.task_cpu[alloc])
+            np.subtract.at(net_free, decision.task_node[alloc], view.task_net[alloc])
+            after = ManagerView(view.cluster_id, cpu_free, net_free, view.cpu_capacity, view.net_capacity,
+                                view.neighbors, view.delays, view.task_id[:0], view.task_type[:0], view.task_cpu[:0],
+                                view.task_net[:0], view.task_utility[:0], view.task_wait[:0], view.task_hops[:0],
+                                view.transfer_limit)
+        tables.views[view.cluster_id] = after
+        if self.second == "learning2" and view.neighbors.size:
+            self._learn2(view, decision, zeta2(t))
+
+    def _learn1(self, mt: ManagerTables, trace: list, zeta: float) -> None:
+        s = self.tables.settings
+        steps = ([mt.pending] if mt.pending is not None else []) + list(trace)
+        for cur, nxt in zip(steps[:-1], steps[1:]):
+            self._update1(mt, cur, s.gamma1 * mt.value1(nxt.key), zeta)
+        mt.pending = steps[-1]
+
+    def _update1(self, mt: ManagerTables, step: Learning1Step, future: float, zeta: float) -> None:
+        s = self.tables.settings
+        actions = bits_actions(step.key[0])
+        q = mt.q1.get(step.key)
+        if q is None:
+            q = mt.q1[step.key] = np.zeros(N_TYPES + 1)
+        pi = mt.pi1.get(step.key)
+        if pi is None:
+            pi = mt.pi1[step.key] = mt.policy1(step.key).copy()
+        q[step.action] += s.alpha1 * (step.reward + future - q[step.action])
+        avail = np.asarray(actions)
+        mean = float(pi[avail] @ q[avail])
+        pi[avail] = limit(pi[avail] + zeta * (q[avail] - mean), mt.minimum1(actions))
+
+    def _learn2(self, view: ManagerView, decision: RouteDecision, zeta: float) -> None:
+        tables = self.tables
+        s = tables.settings
+        mi = tables.of(view.cluster_id, view.neighbors.size)
+        fwd = np.flatnonzero(decision.task_next >= 0)
+        if not fwd.size:
+            return
+        nbr_index = {int(c): k for k, c in enumerate(view.neighbors.tolist())}
+        minimum = np.full(view.neighbors.size, s.eps_neighbor)
+        for i in fwd.tolist():
+            j = int(decision.task_next[i])
+            k = nbr_index[j]
+            ttype = int(view.task_type[i])
+            w = int(min(max(view.task_wait[i], 0), s.max_wait))
+            delay = int(view.delays[k])
+            cpu, net = float(view.task_cpu[i]), float(view.task_net[i])
+            r = self.reward(j, ttype, cpu, net, w - delay)
+            q = mi.q2[ttype, w]
+            q[k] = (1.0 - s.alpha2) * q[k] + s.alpha2 * r
+            pi = mi.pi2[ttype, w]
+            pi[:] = limit(pi + zeta * (q - float(pi @ q)), minimum)
+            # backward exploration: j learns about sending such a task back to i, from i's own estimate
+            mj = tables.managers.get(j)
+            if mj is not None and w - delay >= 0:
+                jv = tables.views.get(j)
+                if jv is None:
+                    continue
+                back = {int(c): kk for kk, c in enumerate(jv.neighbors.tolist())}.get(view.cluster_id)
+                if back is None:
+                    continue
+                wj = w - delay
+                rb = self.reward(view.cluster_id, ttype, cpu, net, wj - int(jv.delays[back]))
+                qj = mj.q2[ttype, wj]
+                qj[back] = (1.0 - s.alpha2) * qj[back] + s.alpha2 * rb
