@@ -38,6 +38,7 @@ import numpy as np
 from policy_engine.types import ManagerView, RouteDecision, RouteObservation
 
 N_TYPES = 4
+_BIT_VALUES = 1 << np.arange(N_TYPES)
 VOID = N_TYPES                       # the action index of VOID_TASK in Learning1
 LEVELS = 3
 Z_TERTILE = 0.4307272992954576       # N(0,1) quantile of 2/3: three equally likely levels
@@ -72,16 +73,20 @@ def zeta2(t: float) -> float:
 
 
 def limit(pi: np.ndarray, minimum: np.ndarray) -> np.ndarray:
-    """GIGA's projection with a floor: the x closest to `pi` (Euclidean) with x >= minimum and sum(x) = 1."""
-    mass = 1.0 - float(minimum.sum())
-    v = pi - minimum
-    # projection of v onto the simplex of total `mass` (Duchi et al. 2008)
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - mass
-    idx = np.arange(1, v.size + 1)
-    rho = np.flatnonzero(u - css / idx > 0)
-    theta = css[rho[-1]] / (rho[-1] + 1) if rho.size else css[-1] / v.size
-    return np.maximum(v - theta, 0.0) + minimum
+    """GIGA's projection with a floor: the x closest to `pi` (Euclidean) with x >= minimum and sum(x) = 1.
+
+    The projection of pi - minimum onto the simplex of mass 1 - sum(minimum) (sort-based, Duchi et al. 2008), in
+    plain Python: these vectors have 2 to 5 entries and numpy's per-call overhead would dominate."""
+    floor = minimum.tolist()
+    v = [p - m for p, m in zip(pi.tolist(), floor)]
+    mass = 1.0 - sum(floor)
+    theta, acc = 0.0, 0.0
+    for i, u in enumerate(sorted(v, reverse=True), start=1):
+        acc += u
+        t = (acc - mass) / i
+        if u - t > 0:
+            theta = t
+    return np.asarray([max(x - theta, 0.0) + m for x, m in zip(v, floor)])
 
 
 class CounterRandom:
@@ -184,11 +189,18 @@ class DemandStats:
     m2: np.ndarray = field(default_factory=lambda: np.zeros(2))
 
     def add(self, cpu: np.ndarray, net: np.ndarray) -> None:
-        for x in np.stack([cpu, net], axis=1):
-            self.n += 1
-            d = x - self.mean
-            self.mean += d / self.n
-            self.m2 += d * (x - self.mean)
+        """Merge a batch (Chan et al.'s parallel update of mean and sum of squared deviations)."""
+        if cpu.size == 0:
+            return
+        x = np.stack([cpu, net], axis=1)
+        nb = x.shape[0]
+        mb = x.mean(axis=0)
+        m2b = ((x - mb) ** 2).sum(axis=0)
+        n = self.n + nb
+        d = mb - self.mean
+        self.mean = self.mean + d * nb / n
+        self.m2 = self.m2 + m2b + d * d * self.n * nb / n
+        self.n = n
 
     def thresholds(self, view: ManagerView) -> np.ndarray:
         """(2 resources, 2 cut points): three equally likely levels of a Gaussian fitted to task demands."""
@@ -212,10 +224,8 @@ def resource_features(cpu_free: np.ndarray, net_free: np.ndarray, cuts: np.ndarr
 
 def type_bits(types: np.ndarray) -> int:
     """s_t as a bit mask over task types."""
-    bits = 0
-    for t in np.unique(types).tolist():
-        bits |= 1 << t
-    return bits
+    present = np.bincount(types, minlength=N_TYPES) > 0
+    return int(present @ _BIT_VALUES)
 
 
 def bits_actions(bits: int) -> list[int]:
@@ -223,6 +233,25 @@ def bits_actions(bits: int) -> list[int]:
 
 
 # ---------------------------------------------------------------- tables
+
+
+_GREEDY_STARTS: dict[tuple, np.ndarray] = {}
+
+
+def _greedy_start(bits: int, settings: FalSettings) -> np.ndarray:
+    """pi1 of a state not yet learnt (read-only, shared): greedy with the exploration floor."""
+    cache_key = (bits, settings.eps_type, settings.eps_void, settings.type_utility)
+    pi = _GREEDY_STARTS.get(cache_key)
+    if pi is None:
+        actions = bits_actions(bits)
+        greedy = np.zeros(len(actions))
+        greedy[int(np.argmax(np.asarray(settings.type_utility)[actions[:-1]]))] = 1.0
+        minimum = np.asarray([settings.eps_void if a == VOID else settings.eps_type for a in actions])
+        pi = np.zeros(N_TYPES + 1)
+        pi[actions] = limit(greedy, minimum)
+        pi.flags.writeable = False
+        _GREEDY_STARTS[cache_key] = pi
+    return pi
 
 
 class ManagerTables:
@@ -249,12 +278,7 @@ class ManagerTables:
         with the highest mean utility rate on offer gets all but the minimum exploration mass."""
         pi = self.pi1.get(key)
         if pi is None:
-            actions = bits_actions(key[0])
-            greedy = np.zeros(len(actions))
-            types = actions[:-1]
-            greedy[int(np.argmax(np.asarray(self.settings.type_utility)[types]))] = 1.0
-            pi = np.zeros(N_TYPES + 1)
-            pi[actions] = limit(greedy, self.minimum1(actions))
+            pi = _greedy_start(key[0], self.settings)
         return pi
 
     def value1(self, key: tuple) -> float:
@@ -340,7 +364,7 @@ def random_neighbors(view: ManagerView, idx: np.ndarray, rng: CounterRandom) -> 
 def learning2(view: ManagerView, idx: np.ndarray, tables: DsrapTables, rng: CounterRandom) -> np.ndarray:
     """Algorithm 5 with pi2: each task's neighbour drawn from pi2(<type, remaining wait>, .)."""
     mt = tables.of(view.cluster_id, view.neighbors.size)
-    w = np.clip(view.task_wait[idx], 0, tables.settings.max_wait)
+    w = np.minimum(np.maximum(view.task_wait[idx], 0), tables.settings.max_wait)
     pi = mt.pi2[view.task_type[idx], w]                     # (tasks, degree)
     cum = np.cumsum(pi, axis=1)
     r = rng.random(idx.size)[:, None] * cum[:, -1:]
@@ -380,6 +404,7 @@ class DsrapLearner:
         self.first = first
         self.second = second
         self._stream = None
+        self._p_cache: dict[int, tuple] = {}
 
     def attach(self, engine) -> None:
         engine.route_listeners.append(self.on_route)
@@ -389,41 +414,48 @@ class DsrapLearner:
 
     # ---------------------------------------------------------------- Eq. 6 and 7
 
-    def allocation_probability(self, j: int, ttype: int, cpu: float, net: float, wait_on_arrival: int) -> float:
-        """p_j(x): 0 when j has no room for x or x expires on the way; else Eq. 7 (Learning1) or the observed
-        allocation rate (best-first, SDL)."""
-        if wait_on_arrival < 0:
-            return 0.0
+    def type_probability(self, j: int) -> np.ndarray | None:
+        """p_j per task type when j has room (Eq. 7 with Learning1; the observed allocation rate with best-first,
+        SDL), from j's tables and latest view; None when j is not known yet. Cached until j's view changes."""
         view = self.tables.views.get(j)
         mt = self.tables.managers.get(j)
         if view is None or mt is None:
-            return 0.5
-        if not ((view.cpu_free >= cpu) & (view.net_free >= net)).any():
-            return 0.0
+            return None
+        cached = self._p_cache.get(j)
+        if cached is not None and cached[0] is view:
+            return cached[1]
         if self.first != "learning1":
-            return float((mt.taken[ttype] + 1.0) / (mt.seen[ttype] + 2.0))
-        counts = mt.state_counts[ttype]
-        total = sum(counts.values())
-        if not total:
-            return 0.5
-        s = self.tables.settings
-        s_c = resource_features(view.cpu_free, view.net_free, self.tables.stats.thresholds(view), s.count_cap)
-        p = 0.0
-        for bits, n in counts.items():
-            p += n / total * mt.policy1((bits, s_c))[ttype]
+            p = (mt.taken + 1.0) / (mt.seen + 2.0)
+        else:
+            s = self.tables.settings
+            s_c = resource_features(view.cpu_free, view.net_free, self.tables.stats.thresholds(view), s.count_cap)
+            p = np.full(N_TYPES, 0.5)
+            for ttype in range(N_TYPES):
+                counts = mt.state_counts[ttype]
+                total = sum(counts.values())
+                if total:
+                    p[ttype] = sum(n * mt.policy1((bits, s_c))[ttype] for bits, n in counts.items()) / total
+        self._p_cache[j] = (view, p)
         return p
 
-    def reward(self, j: int, ttype: int, cpu: float, net: float, wait_on_arrival: int) -> float:
-        """Eq. 6: the probability that x is allocated once at j, by j's current policies."""
-        p = self.allocation_probability(j, ttype, cpu, net, wait_on_arrival)
-        if wait_on_arrival < 0:
-            return 0.0
+    def rewards(self, j: int, ttype: np.ndarray, cpu: np.ndarray, net: np.ndarray, wait_on_arrival: np.ndarray
+                ) -> np.ndarray:
+        """Eq. 6 for tasks sent to j: p_j(x) + (1 - p_j(x)) sum_k pi2_j(s'_x, k) Q_j(s'_x, k), where p_j(x) = 0
+        when j has no node with room for x (Eq. 7), and the reward is 0 when x expires on the way."""
+        alive = wait_on_arrival >= 0
+        p_type = self.type_probability(j)
+        if p_type is None:
+            p = np.full(ttype.size, 0.5)
+        else:
+            view = self.tables.views[j]
+            room = ((view.cpu_free[None, :] >= cpu[:, None]) & (view.net_free[None, :] >= net[:, None])).any(axis=1)
+            p = np.where(room, p_type[ttype], 0.0)
         mt = self.tables.managers.get(j)
-        future = 0.0
+        future = np.zeros(ttype.size)
         if mt is not None and mt.q2.shape[2]:
-            w = min(wait_on_arrival, self.tables.settings.max_wait)
-            future = float(mt.pi2[ttype, w] @ mt.q2[ttype, w])
-        return p + (1.0 - p) * future
+            w = np.minimum(np.maximum(wait_on_arrival, 0), self.tables.settings.max_wait)
+            future = (mt.pi2[ttype, w] * mt.q2[ttype, w]).sum(axis=1)
+        return np.where(alive, p + (1.0 - p) * future, 0.0)
 
     # ---------------------------------------------------------------- updates
 
@@ -434,12 +466,14 @@ class DsrapLearner:
         stream = obs.request_id.rsplit(":", 2)[0]
         if stream != self._stream:
             self.tables.reset()
+            self._p_cache.clear()
             self._stream = stream
         tables = self.tables
         s = tables.settings
         t = obs.time
         mt = tables.of(view.cluster_id, view.neighbors.size)
-        tables.stats.add(view.task_cpu, view.task_net)
+        new = (view.task_hops == 0) & (view.task_wait == s.max_wait)     # tasks that arrived from outside now
+        tables.stats.add(view.task_cpu[new], view.task_net[new])
         # what this manager could allocate, and did (SDL's p_j; Eq. 7's q(s_t | t))
         open_ = fits_anywhere(view.cpu_free, view.net_free, view.task_cpu, view.task_net)
         if open_.any():
@@ -488,36 +522,51 @@ class DsrapLearner:
         pi[avail] = limit(pi[avail] + zeta * (q[avail] - mean), mt.minimum1(actions))
 
     def _learn2(self, view: ManagerView, decision: RouteDecision, zeta: float) -> None:
+        """Learning2 for this step's forwards, batched: per (state, neighbour) one Q update with the mean Eq. 6
+        reward of the tasks sent there, then one PGA step per state; and the neighbours' backward-exploration
+        updates (Sec. 4.2.2) the same way."""
         tables = self.tables
         s = tables.settings
-        mi = tables.of(view.cluster_id, view.neighbors.size)
         fwd = np.flatnonzero(decision.task_next >= 0)
         if not fwd.size:
             return
-        nbr_index = {int(c): k for k, c in enumerate(view.neighbors.tolist())}
-        minimum = np.full(view.neighbors.size, s.eps_neighbor)
-        for i in fwd.tolist():
-            j = int(decision.task_next[i])
-            k = nbr_index[j]
-            ttype = int(view.task_type[i])
-            w = int(min(max(view.task_wait[i], 0), s.max_wait))
-            delay = int(view.delays[k])
-            cpu, net = float(view.task_cpu[i]), float(view.task_net[i])
-            r = self.reward(j, ttype, cpu, net, w - delay)
-            q = mi.q2[ttype, w]
-            q[k] = (1.0 - s.alpha2) * q[k] + s.alpha2 * r
-            pi = mi.pi2[ttype, w]
-            pi[:] = limit(pi + zeta * (q - float(pi @ q)), minimum)
-            # backward exploration: j learns about sending such a task back to i, from i's own estimate
-            mj = tables.managers.get(j)
-            if mj is not None and w - delay >= 0:
-                jv = tables.views.get(j)
-                if jv is None:
-                    continue
-                back = {int(c): kk for kk, c in enumerate(jv.neighbors.tolist())}.get(view.cluster_id)
-                if back is None:
-                    continue
-                wj = w - delay
-                rb = self.reward(view.cluster_id, ttype, cpu, net, wj - int(jv.delays[back]))
-                qj = mj.q2[ttype, wj]
-                qj[back] = (1.0 - s.alpha2) * qj[back] + s.alpha2 * rb
+        mi = tables.of(view.cluster_id, view.neighbors.size)
+        k = np.searchsorted(view.neighbors, decision.task_next[fwd])
+        ttype = view.task_type[fwd]
+        w = np.minimum(np.maximum(view.task_wait[fwd], 0), s.max_wait)
+        cpu, net = view.task_cpu[fwd], view.task_net[fwd]
+        arrive = w - view.delays[k]
+        r = np.zeros(fwd.size)
+        present = np.bincount(k, minlength=view.neighbors.size)
+        for kk in np.flatnonzero(present).tolist():
+            sel = k == kk
+            r[sel] = self.rewards(int(view.neighbors[kk]), ttype[sel], cpu[sel], net[sel], arrive[sel])
+        self._batch_update(mi, ttype, w, k, r, zeta, s.eps_neighbor)
+        # backward exploration: j learns what sending such a task back to i is worth, from i's own estimate
+        for kk in np.flatnonzero(present).tolist():
+            j = int(view.neighbors[kk])
+            mj, jv = tables.managers.get(j), tables.views.get(j)
+            sel = (k == kk) & (arrive >= 0)
+            if mj is None or jv is None or not sel.any():
+                continue
+            back = int(np.searchsorted(jv.neighbors, view.cluster_id))
+            if back >= jv.neighbors.size or jv.neighbors[back] != view.cluster_id:
+                continue
+            wj = arrive[sel]
+            rb = self.rewards(view.cluster_id, ttype[sel], cpu[sel], net[sel], wj - int(jv.delays[back]))
+            self._batch_update(mj, ttype[sel], wj, np.full(wj.size, back), rb, None, s.eps_neighbor)
+
+    def _batch_update(self, mt: ManagerTables, ttype, w, k, r, zeta, eps) -> None:
+        alpha = self.tables.settings.alpha2
+        flat = (ttype * (self.tables.settings.max_wait + 1) + w) * mt.q2.shape[2] + k
+        keys, inverse = np.unique(flat, return_inverse=True)
+        mean_r = np.bincount(inverse, weights=r) / np.bincount(inverse)
+        q = mt.q2.reshape(-1)
+        q[keys] = (1.0 - alpha) * q[keys] + alpha * mean_r
+        if zeta is None:
+            return
+        minimum = np.full(mt.q2.shape[2], eps)
+        for state in np.unique(keys // mt.q2.shape[2]).tolist():
+            t_, w_ = divmod(state, self.tables.settings.max_wait + 1)
+            pi, qs = mt.pi2[t_, w_], mt.q2[t_, w_]
+            pi[:] = limit(pi + zeta * (qs - float(pi @ qs)), minimum)

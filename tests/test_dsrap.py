@@ -177,9 +177,10 @@ def test_learning2_and_eq6_send_tasks_where_they_will_be_allocated():
     tables.of(3, 1)
     tables.views[2] = view([100], [100], [], neighbors=(1,), cluster_id=2)
     tables.views[3] = view([5], [5], [], neighbors=(1,), cluster_id=3)
-    assert learner.allocation_probability(3, 1, 20, 20, 3) == 0.0           # no room for it
-    assert learner.allocation_probability(2, 1, 20, 20, -1) == 0.0          # expires on the way
-    assert learner.reward(2, 1, 20, 20, 3) == pytest.approx(0.5)            # no experience yet: (0+1)/(0+2)
+    one = (np.array([1]), np.array([20.0]), np.array([20.0]))
+    assert learner.rewards(3, *one, np.array([3])) == [0.0]                 # no room for it, no future yet
+    assert learner.rewards(2, *one, np.array([-1])) == [0.0]                # expires on the way
+    assert learner.rewards(2, *one, np.array([3])) == pytest.approx([0.5])  # no experience yet: (0+1)/(0+2)
     v = view([5], [5], [(1, 20, 20, 6, 4)] * 30, neighbors=(2, 3))
     for step in range(40):
         obs = RouteObservation([], [], float(step), f"s:0:{step}:1", v)
