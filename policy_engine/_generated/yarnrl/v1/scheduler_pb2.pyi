@@ -282,16 +282,20 @@ class ClusterState(_message.Message):
     def __init__(self, cluster_id: _Optional[int] = ..., capacity: _Optional[int] = ..., max_capacity: _Optional[int] = ..., current_capacity: _Optional[int] = ..., available: _Optional[int] = ..., hetero_factor: _Optional[float] = ..., occupation_history: _Optional[_Iterable[float]] = ..., missed_deadlines: _Optional[int] = ..., queued_jobs: _Optional[int] = ..., elastic: _Optional[bool] = ...) -> None: ...
 
 class RouteRequest(_message.Message):
-    __slots__ = ("request_id", "time", "jobs", "clusters")
+    __slots__ = ("request_id", "time", "jobs", "clusters", "sequence", "stream_id")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     CLUSTERS_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     time: float
     jobs: _containers.RepeatedCompositeFieldContainer[RouteJob]
     clusters: _containers.RepeatedCompositeFieldContainer[ClusterState]
-    def __init__(self, request_id: _Optional[str] = ..., time: _Optional[float] = ..., jobs: _Optional[_Iterable[_Union[RouteJob, _Mapping]]] = ..., clusters: _Optional[_Iterable[_Union[ClusterState, _Mapping]]] = ...) -> None: ...
+    sequence: int
+    stream_id: str
+    def __init__(self, request_id: _Optional[str] = ..., time: _Optional[float] = ..., jobs: _Optional[_Iterable[_Union[RouteJob, _Mapping]]] = ..., clusters: _Optional[_Iterable[_Union[ClusterState, _Mapping]]] = ..., sequence: _Optional[int] = ..., stream_id: _Optional[str] = ...) -> None: ...
 
 class RouteResponse(_message.Message):
     __slots__ = ("request_id", "decision_id", "job_index", "job_id", "cluster_id", "policy", "model_version")
