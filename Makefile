@@ -11,7 +11,7 @@ MVN ?= mvn
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[all]'
 	touch $(STAMP)
 
 install: $(STAMP)
