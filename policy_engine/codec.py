@@ -6,6 +6,7 @@ the offending field, which the server returns as INVALID_ARGUMENT.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -20,6 +21,8 @@ from policy_engine.types import (
     ClusterState,
     ClusterSummary,
     Container,
+    EVENT_TYPES,
+    Event,
     JobCategory,
     JobMetadata,
     Locality,
@@ -29,6 +32,7 @@ from policy_engine.types import (
     RouteDecision,
     RouteJob,
     RouteObservation,
+    RouteSequence,
     ScheduleDecision,
     ScheduleObservation,
     Utilization,
@@ -307,11 +311,14 @@ def decode_route(req: pb.RouteRequest) -> RouteObservation:
             expected_hetero_factor=j.expected_hetero_factor, hetero_sensitivity=j.hetero_sensitivity,
             per_cluster=tuple(per_cluster),
         ))
-    return RouteObservation(jobs=jobs, clusters=clusters, time=req.time, request_id=req.request_id)
+    sequence = RouteSequence(req.stream_id, req.sequence) if req.HasField("sequence") else None
+    return RouteObservation(jobs=jobs, clusters=clusters, time=req.time, request_id=req.request_id, sequence=sequence)
 
 
 def encode_route(obs: RouteObservation) -> pb.RouteRequest:
     req = pb.RouteRequest(request_id=obs.request_id, time=obs.time)
+    if obs.sequence is not None:
+        req.sequence, req.stream_id = obs.sequence.index, obs.sequence.stream
     for j in obs.jobs:
         m = req.jobs.add(
             job_id=j.job_id, category=int(j.category), executor_runtime=j.executor_runtime, deadline=j.deadline,
@@ -345,7 +352,63 @@ def decode_route_decision(resp: pb.RouteResponse) -> RouteDecision:
     return RouteDecision(resp.job_index, resp.cluster_id)
 
 
+# ---------------------------------------------------------------- Report
+
+MAX_EVENTS = 100_000
+# Fields of each event dataclass besides the two every event has, read by name from the protocol's message of the
+# same kind: a field added to both (a new protocol field) needs no change here.
+_EVENT_FIELDS = {kind: tuple(f for f in dataclasses.fields(cls) if f.name not in ("timestamp_ms", "decision_id"))
+                 for kind, cls in EVENT_TYPES.items()}
+
+
+def decode_event(ev: pb.Event, where: str = "event") -> Event:
+    kind = ev.WhichOneof("kind")
+    if kind is None:
+        raise InvalidRequest(f"{where}: no event kind set")
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:  # a kind this engine's types do not know yet (a newer caller): refuse it by name
+        raise InvalidRequest(f"{where}: event kind {kind!r} is not supported by this engine")
+    msg = getattr(ev, kind)
+    values = {}
+    for f in _EVENT_FIELDS[kind]:
+        v = getattr(msg, f.name)
+        if f.name == "locality":
+            try:
+                v = Locality(v)
+            except ValueError:
+                raise InvalidRequest(f"{where}.{kind}.locality: unknown locality {v}") from None
+        elif f.name == "total":
+            v = _resource(v, f"{where}.{kind}.total")
+        elif isinstance(v, float):
+            v = _finite(v, f"{where}.{kind}.{f.name}")
+        values[f.name] = v
+    return cls(timestamp_ms=ev.timestamp_ms, decision_id=ev.decision_id, **values)
+
+
+def decode_events(events) -> list[Event]:
+    if len(events) > MAX_EVENTS:
+        raise InvalidRequest(f"events: {len(events)} exceed the limit of {MAX_EVENTS}")
+    return [decode_event(ev, f"events[{i}]") for i, ev in enumerate(events)]
+
+
+def encode_event(event: Event) -> pb.Event:
+    kind = event.kind
+    if kind not in _EVENT_FIELDS:
+        raise TypeError(f"not a feedback event: {event!r}")
+    out = pb.Event(timestamp_ms=event.timestamp_ms, decision_id=event.decision_id)
+    msg = getattr(out, kind)
+    msg.SetInParent()  # an event kind with every field at its default is still that kind
+    for f in _EVENT_FIELDS[kind]:
+        v = getattr(event, f.name)
+        if f.name == "total":
+            _resource_pb(v, msg.total)
+        else:
+            setattr(msg, f.name, int(v) if f.name == "locality" else v)
+    return out
+
+
 __all__ = [
     "ANY", "InvalidRequest", "decode_schedule", "encode_schedule", "encode_schedule_decision",
-    "decode_schedule_decision", "decode_route", "encode_route", "encode_route_decision", "decode_route_decision",
+    "decode_schedule_decision", "decode_route", "encode_route", "encode_route_decision", "decode_route_decision", "decode_event", "decode_events",
+    "encode_event",
 ]
