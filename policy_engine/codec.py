@@ -10,6 +10,7 @@ import dataclasses
 import math
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from policy_engine.proto import pb
 from policy_engine.types import (
@@ -117,15 +118,10 @@ def _check_resource(msg: pb.Resource) -> Resource:
     return Resource(m, v, {})
 
 
-def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
-    if not req.HasField("node"):
-        raise InvalidRequest("node: missing (a Schedule request describes one node heartbeat)")
-    n = req.node
+def _node(n: pb.NodeSnapshot) -> Node:
     if not n.node_id:
         raise InvalidRequest("node.node_id: empty")
-    if len(req.asks) > MAX_ASKS:
-        raise InvalidRequest(f"asks: {len(req.asks)} asks exceed the limit of {MAX_ASKS}")
-    node = Node(
+    return Node(
         node_id=n.node_id,
         host=n.host or n.node_id.split(":", 1)[0],
         rack=n.rack,
@@ -135,7 +131,7 @@ def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
             Container(c.container_id, c.application_id, _resource(c.resource, f"node.running[{i}].resource"),
                       c.start_time_ms, c.expected_remaining_ms)
             for i, c in enumerate(n.running)
-        ),
+        ) if n.running else (),
         utilization=(
             Utilization(_finite(n.utilization.cpu, "node.utilization.cpu"), n.utilization.physical_memory_mb,
                         n.utilization.virtual_memory_mb)
@@ -143,35 +139,163 @@ def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
         ),
         timestamp_ms=n.timestamp_ms,
     )
-    asks: list[Ask] = []
-    seen: set[str] = set()
-    for i, a in enumerate(req.asks):
-        ask_id = a.ask_id
-        num = a.num_containers
-        resource = _check_resource(a.resource)
-        if (not ask_id or ask_id in seen or num < 0 or num > MAX_CONTAINERS_PER_ASK or resource is None
-                or (resource.memory_mb == 0 and resource.vcores == 0 and not any(resource.extra.values()))
-                or len(a.locality) > MAX_LOCALITY_ENTRIES):
+
+
+def _ask(a: pb.ResourceAsk, i: int, seen: set[str]) -> Ask:
+    ask_id = a.ask_id
+    num = a.num_containers
+    resource = _check_resource(a.resource)
+    if (not ask_id or ask_id in seen or num < 0 or num > MAX_CONTAINERS_PER_ASK or resource is None
+            or (resource.memory_mb == 0 and resource.vcores == 0 and not any(resource.extra.values()))
+            or len(a.locality) > MAX_LOCALITY_ENTRIES):
+        _raise_ask_error(a, i, seen)
+    locality = tuple([LocalityRequest(lr.resource_name, lr.num_containers, lr.relax_locality)
+                      for lr in a.locality])
+    for lr in locality:
+        if not lr.resource_name or lr.num_containers < 0:
             _raise_ask_error(a, i, seen)
-        locality = tuple([LocalityRequest(lr.resource_name, lr.num_containers, lr.relax_locality)
-                          for lr in a.locality])
-        for lr in locality:
-            if not lr.resource_name or lr.num_containers < 0:
-                _raise_ask_error(a, i, seen)
-        seen.add(ask_id)
-        asks.append(
-            Ask(ask_id, a.application_id, a.attempt_id, a.queue or "default", a.user, a.priority,
-                a.allocation_request_id, resource, num, locality, a.submit_time_ms,
-                _job(a.job, f"asks[{i}].job") if a.HasField("job") else None, a.relax_locality)
-        )
-    c = req.cluster
-    cluster = ClusterSummary(
+    return Ask(ask_id, a.application_id, a.attempt_id, a.queue or "default", a.user, a.priority,
+               a.allocation_request_id, resource, num, locality, a.submit_time_ms,
+               _job(a.job, f"asks[{i}].job") if a.HasField("job") else None, a.relax_locality)
+
+
+def _cluster(c: pb.ClusterSummary) -> ClusterSummary:
+    return ClusterSummary(
         num_nodes=max(c.num_nodes, 0),
         num_racks=max(c.num_racks, 0),
         total=_resource(c.total, "cluster.total"),
         unallocated=_resource(c.unallocated, "cluster.unallocated"),
     )
-    return ScheduleObservation(node=node, asks=asks, cluster=cluster, request_id=req.request_id)
+
+
+def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
+    if not req.HasField("node"):
+        raise InvalidRequest("node: missing (a Schedule request describes one node heartbeat)")
+    if len(req.asks) > MAX_ASKS:
+        raise InvalidRequest(f"asks: {len(req.asks)} asks exceed the limit of {MAX_ASKS}")
+    node = _node(req.node)
+    asks: list[Ask] = []
+    seen: set[str] = set()
+    for i, a in enumerate(req.asks):
+        ask = _ask(a, i, seen)
+        seen.add(ask.ask_id)
+        asks.append(ask)
+    return ScheduleObservation(node=node, asks=asks, cluster=_cluster(req.cluster), request_id=req.request_id)
+
+
+def parse_schedule_request(data: bytes) -> pb.ScheduleRequest:
+    try:
+        return pb.ScheduleRequest.FromString(data)
+    except DecodeError as e:
+        raise InvalidRequest(f"not a yarnrl.v1.ScheduleRequest ({e})") from None
+
+
+class ScheduleDecoder:
+    """The server's hot path: a serialized ScheduleRequest straight to a ScheduleObservation.
+
+    A node heartbeat repeats the asks of the previous ones (YARN's pending requests change only when containers
+    are assigned or asked for), so each ask is decoded and validated once and looked up by its serialized bytes
+    afterwards; the request is split into its top-level fields by hand (a handful of length-prefixed fields) and
+    only the node, which changes every time, goes through protobuf. Any request the split does not expect
+    (unknown or repeated top-level fields, a bad ask) takes the full path, decode_schedule, which also produces the
+    precise error.
+
+    Decoded asks are shared between requests: the engine writes only `scheduling_opportunities` (on every
+    heartbeat, before the policy reads it) and nothing keeps an observation past its call. Callers that annotate
+    asks (HDFS block locations) must use decode_schedule instead.
+    """
+
+    def __init__(self, max_cached: int = 50_000):
+        self.max_cached = max_cached
+        self._asks: dict[bytes, Ask] = {}
+        self._clusters: dict[bytes, ClusterSummary] = {}
+        self.hits = self.misses = 0
+
+    def decode(self, data: bytes) -> ScheduleObservation:
+        parts = _split_schedule_request(data)
+        if parts is None:
+            return decode_schedule(parse_schedule_request(data))
+        request_id, node_raw, ask_raws, cluster_raw = parts
+        if node_raw is None or len(ask_raws) > MAX_ASKS:
+            return decode_schedule(parse_schedule_request(data))
+        cache = self._asks
+        asks: list[Ask] = []
+        for raw in ask_raws:
+            ask = cache.get(raw)
+            if ask is None:
+                self.misses += 1
+                try:
+                    ask = _ask(pb.ResourceAsk.FromString(raw), 0, _NO_IDS)
+                except (InvalidRequest, DecodeError):
+                    return decode_schedule(parse_schedule_request(data))  # raises, naming the ask's index
+                if len(cache) >= self.max_cached:
+                    cache.clear()
+                cache[raw] = ask
+            asks.append(ask)
+        self.hits += len(asks)
+        if len({a.ask_id for a in asks}) != len(asks):
+            return decode_schedule(parse_schedule_request(data))  # a duplicate id: the full path names it
+        try:
+            node = _node(pb.NodeSnapshot.FromString(node_raw))
+            request_id = request_id.decode() if request_id else ""
+        except (DecodeError, UnicodeDecodeError):
+            return decode_schedule(parse_schedule_request(data))
+        cluster = self._clusters.get(cluster_raw)
+        if cluster is None:
+            cluster = _cluster(pb.ClusterSummary.FromString(cluster_raw) if cluster_raw else pb.ClusterSummary())
+            if len(self._clusters) >= 1000:
+                self._clusters.clear()
+            self._clusters[cluster_raw] = cluster
+        return ScheduleObservation(node=node, asks=asks, cluster=cluster, request_id=request_id)
+
+
+_NO_IDS: frozenset[str] = frozenset()
+
+
+def _split_schedule_request(data: bytes):
+    """(request_id, node, [asks], cluster) as raw bytes, or None when the message has anything else: the
+    ScheduleRequest fields 1-4 are all length-delimited (wire type 2) and single-byte tags."""
+    request_id = node = cluster = None
+    asks: list[bytes] = []
+    pos, end = 0, len(data)
+    try:
+        while pos < end:
+            tag = data[pos]
+            pos += 1
+            if tag & 7 != 2 or tag > 0x7F:
+                return None
+            size = data[pos]
+            pos += 1
+            if size & 0x80:
+                size &= 0x7F
+                shift = 7
+                while True:
+                    b = data[pos]
+                    pos += 1
+                    size |= (b & 0x7F) << shift
+                    if not b & 0x80:
+                        break
+                    shift += 7
+                    if shift > 35:
+                        return None
+            nxt = pos + size
+            if nxt > end:
+                return None
+            field = tag >> 3
+            if field == 3:
+                asks.append(data[pos:nxt])
+            elif field == 2 and node is None:
+                node = data[pos:nxt]
+            elif field == 1 and request_id is None:
+                request_id = data[pos:nxt]
+            elif field == 4 and cluster is None:
+                cluster = data[pos:nxt]
+            else:
+                return None  # unknown or repeated (merged) field: the full parser handles it
+            pos = nxt
+    except IndexError:
+        return None
+    return request_id, node, asks, cluster or b""
 
 
 def _raise_ask_error(a: pb.ResourceAsk, i: int, seen: set[str]) -> None:

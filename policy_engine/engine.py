@@ -21,7 +21,7 @@ import itertools
 import logging
 import os
 from collections import OrderedDict
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from policy_engine.learning import DEFAULT_CAPACITY, LearningLoop
 from policy_engine.locality import AskOnNode, place
@@ -157,6 +157,21 @@ class EngineMetrics:
                                        "could not take (its queue was full)", ["kind"], registry=self.registry)
         self.learner_errors = Counter("yarnrl_learner_errors", "Learner failures (logged, never fatal)",
                                       registry=self.registry)
+        # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
+        self._decided: dict[tuple[str, str], Any] = {}
+        self._placed: dict[Locality, Any] = {}
+
+    def decided(self, rpc: str, policy: str) -> None:
+        child = self._decided.get((rpc, policy))
+        if child is None:
+            child = self._decided[(rpc, policy)] = self.decisions.labels(rpc, policy)
+        child.inc()
+
+    def placed(self, locality: Locality, n: int) -> None:
+        child = self._placed.get(locality)
+        if child is None:
+            child = self._placed[locality] = self.containers.labels(locality.name.lower())
+        child.inc(n)
 
 
 class Engine:
@@ -180,7 +195,6 @@ class Engine:
         self.learning: LearningLoop | None = None
         self._learning_mode = learning
         self._queue_capacity = queue_capacity
-        self._locality_labels = {loc: loc.name.lower() for loc in Locality}
 
     @property
     def opportunities(self) -> OpportunityTracker | None:
@@ -207,9 +221,9 @@ class Engine:
             opportunities.settle(obs, decision)
         m = self.metrics
         if m is not None:
-            m.decisions.labels("schedule", policy.name).inc()
+            m.decided("schedule", policy.name)
             for a in decision.assignments:
-                m.containers.labels(self._locality_labels[a.locality]).inc(a.count)
+                m.placed(a.locality, a.count)
             if cut:
                 m.clipped.inc(cut)
         if cut:
@@ -253,7 +267,7 @@ class Engine:
         if all(c.cluster_id != decision.cluster_id for c in obs.clusters):
             raise RuntimeError(f"policy {self.policy.name!r} chose unknown cluster {decision.cluster_id}")
         if self.metrics is not None:
-            self.metrics.decisions.labels("route", self.policy.name).inc()
+            self.metrics.decided("route", self.policy.name)
         return decision
 
     def report(self, events: Iterable[Event], done: Callable[[], None] | None = None) -> int:

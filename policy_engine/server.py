@@ -19,11 +19,13 @@ from grpc_reflection.v1alpha import reflection
 from policy_engine import PROTOCOL_VERSION, __version__
 from policy_engine.codec import (
     InvalidRequest,
+    ScheduleDecoder,
     decode_events,
     decode_route,
     decode_schedule,
     encode_route_decision,
     encode_schedule_decision,
+    parse_schedule_request,
 )
 from policy_engine.engine import Engine, EngineMetrics
 from policy_engine.policy import REPORT_CAPABILITY, Policy
@@ -48,13 +50,24 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         self.engine = engine
         self.metrics = metrics
         self._latency = {rpc: metrics.latency.labels(rpc) for rpc in ("schedule", "route", "report")}
+        self._decoder = ScheduleDecoder()
 
     # ------------------------------------------------------------ messages <-> engine (the codec does the rest)
 
     def schedule_message(self, req: pb.ScheduleRequest) -> pb.ScheduleResponse:
+        return self._schedule(decode_schedule(req))
+
+    def schedule_bytes(self, data: bytes) -> pb.ScheduleResponse:
+        """Schedule and ScheduleStream receive serialized requests (see `raw_schedule_requests`): decoded by the
+        caching ScheduleDecoder unless annotators (HDFS block locations) edit the observations."""
+        if self.engine.annotators:
+            return self._schedule(decode_schedule(parse_schedule_request(data)))
+        return self._schedule(self._decoder.decode(data))
+
+    def _schedule(self, obs) -> pb.ScheduleResponse:
         engine, policy = self.engine, self.engine.policy
-        decision = engine.schedule(decode_schedule(req))
-        return encode_schedule_decision(decision, req.request_id, engine.next_decision_id(), policy.name,
+        decision = engine.schedule(obs)
+        return encode_schedule_decision(decision, obs.request_id, engine.next_decision_id(), policy.name,
                                         policy.model_version)
 
     def route_message(self, req: pb.RouteRequest) -> pb.RouteResponse:
@@ -95,14 +108,14 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
             await context.abort(r.code, r.message)
 
     async def Schedule(self, request, context):
-        return await self._unary("schedule", self.schedule_message, request, context)
+        return await self._unary("schedule", self.schedule_bytes, request, context)
 
     async def ScheduleStream(self, request_iterator, context):
         async for request in request_iterator:
             try:
-                yield self._call("schedule", self.schedule_message, request)
+                yield self._call("schedule", self.schedule_bytes, request)
             except _Refused as r:
-                await context.abort(r.code, f"request {request.request_id!r}: {r.message}")
+                await context.abort(r.code, f"request {_request_id(request)!r}: {r.message}")
 
     async def Route(self, request, context):
         return await self._unary("route", self.route_message, request, context)
@@ -144,6 +157,32 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         return self.info_message()
 
 
+def _request_id(data: bytes) -> str:
+    try:
+        return parse_schedule_request(data).request_id
+    except InvalidRequest:
+        return "?"
+
+
+class _RawScheduleRequests:
+    """Registers the generated service with Schedule and ScheduleStream receiving the serialized request (no
+    request deserializer), so the server's ScheduleDecoder reads it; every other method is as generated."""
+
+    RAW = ("Schedule", "ScheduleStream")
+
+    def __init__(self, server):
+        self.server = server
+
+    def add_generic_rpc_handlers(self, handlers) -> None:
+        pass  # registered below, with the raw handlers
+
+    def add_registered_method_handlers(self, service: str, handlers: dict) -> None:
+        for name in self.RAW:
+            handlers[name] = handlers[name]._replace(request_deserializer=None)
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+        self.server.add_registered_method_handlers(service, handlers)
+
+
 def _resolve(future: asyncio.Future) -> None:
     if not future.done():
         future.set_result(None)
@@ -172,7 +211,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ("grpc.so_reuseport", 0),
     ])
-    pb_grpc.add_PolicyEngineServicer_to_server(PolicyEngineService(engine, metrics), server)
+    pb_grpc.add_PolicyEngineServicer_to_server(PolicyEngineService(engine, metrics), _RawScheduleRequests(server))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

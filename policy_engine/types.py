@@ -43,10 +43,23 @@ class Resource:
     def fits_in(self, other: Resource, times: int = 1) -> bool:
         if self.memory_mb * times > other.memory_mb or self.vcores * times > other.vcores:
             return False
-        return all(v * times <= other.extra.get(k, 0) for k, v in self.extra.items())
+        return not self.extra or all(v * times <= other.extra.get(k, 0) for k, v in self.extra.items())
 
     def max_copies_in(self, other: Resource) -> int:
         """How many containers of this size fit into `other` (a large number when this is zero-sized)."""
+        if not self.extra:  # the usual case (memory and vcores only), without building a list
+            m, v = self.memory_mb, self.vcores
+            if m > 0:
+                n = other.memory_mb // m
+                if v > 0:
+                    nv = other.vcores // v
+                    if nv < n:
+                        n = nv
+            elif v > 0:
+                n = other.vcores // v
+            else:
+                return 1 << 30
+            return n if n > 0 else 0
         limits = []
         if self.memory_mb > 0:
             limits.append(other.memory_mb // self.memory_mb)
@@ -58,6 +71,8 @@ class Resource:
         return max(0, min(limits)) if limits else 1 << 30
 
     def minus(self, other: Resource, times: int = 1) -> Resource:
+        if not self.extra and not other.extra:
+            return Resource(self.memory_mb - other.memory_mb * times, self.vcores - other.vcores * times, {})
         extra = dict(self.extra)
         for k, v in other.extra.items():
             extra[k] = extra.get(k, 0) - v * times
