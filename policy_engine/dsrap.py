@@ -13,8 +13,11 @@ Learning2's Q is Q <- (1 - alpha) Q + alpha r with r from the receiving neighbou
 exploration (Sec. 4.2.2).
 
 The tables live in `DsrapTables` (one set per manager), the policy reads them, and `DsrapLearner` writes them after
-every decision it sees: the policy stays a function of (observation, tables), so it runs the same in-process and
-behind `policy-engine serve`. One engine hosts all managers' tables, so Eq. 6's "reward returned from neighbour j"
+every decision it sees (the engine hands it each step's observation and checked decision): the policy stays a
+function of (observation, tables), so it runs the same in-process and behind `policy-engine serve`. FAL learns
+between one manager's decisions (Algorithm 4 calls learn inside the allocation loop), so the DSRAP policies declare
+`learns_inline` and the engine runs this learner in the decision's thread even when serving: table updates only,
+no I/O, a few hundred microseconds per step. One engine hosts all managers' tables, so Eq. 6's "reward returned from neighbour j"
 is computed from j's tables and j's latest local view in the same process, as the message would carry it.
 
 Choices the paper leaves open (defaults in FalSettings):
@@ -393,6 +396,12 @@ def decide(view: ManagerView, first: str, second: str, tables: DsrapTables | Non
 # ---------------------------------------------------------------- the learner
 
 
+def make_learner(policy) -> DsrapLearner | None:
+    """The registry's learner factory for the DSRAP policies (None for those that learn nothing)."""
+    tables = getattr(policy, "tables", None)
+    return DsrapLearner(tables, policy.first, policy.second) if tables is not None else None
+
+
 class DsrapLearner:
     """Updates a DSRAP policy's tables after each of its decisions (attached to the engine that serves it).
 
@@ -406,8 +415,21 @@ class DsrapLearner:
         self._stream = None
         self._p_cache: dict[int, tuple] = {}
 
-    def attach(self, engine) -> None:
-        engine.route_listeners.append(self.on_route)
+    errors = 0
+
+    # the engine's learner interface (policy_engine.learning): a trace is one manager step's (observation,
+    # checked decision); DSRAP needs no Report events and saves nothing (tables are per episode)
+    def on_decision(self, trace) -> None:
+        self.on_route(*trace)
+
+    def on_events(self, events) -> None:
+        pass
+
+    def publish(self) -> None:
+        pass
+
+    def maybe_save(self) -> None:
+        pass
 
     def close(self) -> None:
         pass

@@ -183,7 +183,7 @@ def test_learning2_and_eq6_send_tasks_where_they_will_be_allocated():
     assert learner.rewards(2, *one, np.array([3])) == pytest.approx([0.5])  # no experience yet: (0+1)/(0+2)
     v = view([5], [5], [(1, 20, 20, 6, 4)] * 30, neighbors=(2, 3))
     for step in range(40):
-        obs = RouteObservation([], [], float(step), f"s:0:{step}:1", v)
+        obs = RouteObservation([], [], float(step), f"s:0:{step}:1", manager=v)
         learner.on_route(obs, decide(v, "best-first", "learning2", tables, CounterRandom(step)))
         tables.views[2] = view([100], [100], [], neighbors=(1,), cluster_id=2)
         tables.views[3] = view([5], [5], [], neighbors=(1,), cluster_id=3)
@@ -199,7 +199,7 @@ def test_learning2_and_eq6_send_tasks_where_they_will_be_allocated():
 def test_engine_clips_what_a_manager_decision_cannot_do():
     v = view([30], [30], [(0, 20, 20, 1, 5), (0, 20, 20, 1, 5), (0, 5, 5, 1, 5), (0, 5, 5, 1, 5)], limit_=1)
     d = RouteDecision(0, 1, np.array([0, 0, -1, 5]), np.array([-1, 2, 9, 3]))
-    checked, cut = clip_manager(RouteObservation([], [], 0.0, "x", v), d)
+    checked, cut = clip_manager(RouteObservation([], [], 0.0, "x", manager=v), d)
     # task 1 does not fit after task 0, task 3 names no node (2 cut); task 2 names no neighbour (1); of the two
     # valid forwards (tasks 1 and 3) the transfer limit keeps the first (1)
     assert checked.task_node.tolist() == [0, -1, -1, -1]

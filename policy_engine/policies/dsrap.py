@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policy_engine.dsrap import CounterRandom, DsrapLearner, DsrapTables, FalSettings, decide
+from policy_engine.dsrap import CounterRandom, DsrapTables, FalSettings, decide
 from policy_engine.policy import ROUTE, Policy, register
 from policy_engine.routing import request_hash
 from policy_engine.types import RouteDecision, RouteObservation
@@ -23,6 +23,7 @@ CENTRALIZED = "dsrap-centralized"
 
 class DsrapPolicy(Policy):
     capabilities = frozenset({ROUTE})
+    learns_inline = True    # FAL updates tables between a manager's steps (see policy_engine.dsrap)
     first = "best-first"
     second = "random"
 
@@ -47,17 +48,15 @@ class DsrapPolicy(Policy):
         rng = CounterRandom(request_hash(obs.request_id, self._salt))
         return decide(obs.manager, self.first, self.second, self.tables, rng)
 
-    def make_learner(self):
-        return DsrapLearner(self.tables, self.first, self.second) if self.tables is not None else None
-
 
 def _approach(name: str, first: str, second: str, capabilities=frozenset({ROUTE})):
     return type(f"Dsrap_{name}", (DsrapPolicy,), {"name": name, "first": first, "second": second,
                                                    "capabilities": frozenset(capabilities)})
 
 
-register("greedy", "DSRAP greedy: best-first local allocation, random routing (seed 004)", {ROUTE})(_approach("greedy", "best-first", "random"))
-register("fdl", "DSRAP FDL: Learning1 (FAL/PGA) local allocation, random routing (seed 004)", {ROUTE})(_approach("fdl", "learning1", "random"))
-register("sdl", "DSRAP SDL: best-first local allocation, Learning2 (FAL/PGA, Eq. 6) routing (seed 004)", {ROUTE})(_approach("sdl", "best-first", "learning2"))
-register("bdl", "DSRAP BDL: Learning1 and Learning2, both learned by FAL/PGA (seed 004)", {ROUTE})(_approach("bdl", "learning1", "learning2"))
-register("centralized", "DSRAP centralized: one manager over all clusters' nodes, best-first (seed 004)", {ROUTE, CENTRALIZED})(_approach("centralized", "best-first", "random", {ROUTE, CENTRALIZED}))
+L = "policy_engine.dsrap:make_learner"
+register("greedy", "DSRAP greedy: best-first local allocation, random routing (seed 004)", {ROUTE}, learner=L)(_approach("greedy", "best-first", "random"))
+register("fdl", "DSRAP FDL: Learning1 (FAL/PGA) local allocation, random routing (seed 004)", {ROUTE}, learner=L)(_approach("fdl", "learning1", "random"))
+register("sdl", "DSRAP SDL: best-first local allocation, Learning2 (FAL/PGA, Eq. 6) routing (seed 004)", {ROUTE}, learner=L)(_approach("sdl", "best-first", "learning2"))
+register("bdl", "DSRAP BDL: Learning1 and Learning2, both learned by FAL/PGA (seed 004)", {ROUTE}, learner=L)(_approach("bdl", "learning1", "learning2"))
+register("centralized", "DSRAP centralized: one manager over all clusters' nodes, best-first (seed 004)", {ROUTE, CENTRALIZED}, learner=L)(_approach("centralized", "best-first", "random", {ROUTE, CENTRALIZED}))
