@@ -127,11 +127,11 @@ def plot(load: str, runs: dict[str, dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    every = next((r["curve_every"] for r in runs.values()), 1)
     for a in APPROACHES:
         if a not in runs:
             continue
         curves = np.asarray([r["curve"] for r in runs[a]["runs"]])
-        every = runs[a]["curve_every"]
         x = (np.arange(curves.shape[1]) + 1) * every
         ax.plot(x, curves.mean(axis=0), label=LABELS[a])
     n = 3 if load == "light" else 6
@@ -155,6 +155,8 @@ def main(argv=None) -> int:
     p.add_argument("--loads", default="light,heavy")
     p.add_argument("--approaches", default=",".join(APPROACHES))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dsrap"))
+    p.add_argument("--saved-only", action="store_true",
+                   help="build the tables and figures from the runs already saved under OUT/runs; run nothing")
     args = p.parse_args(argv)
     out = Path(args.out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
@@ -171,6 +173,8 @@ def main(argv=None) -> int:
                         args.episodes, args.seed, args.steps, args.window):
                     runs[load][a] = saved
                     continue
+            if args.saved_only:
+                continue
             runs[load][a] = run_one(load, a, args.episodes, args.seed, args.steps, args.window, args.curve_every)
             tmp = f.with_suffix(".tmp")
             tmp.write_text(json.dumps(runs[load][a]))

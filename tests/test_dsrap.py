@@ -249,6 +249,8 @@ def test_same_metrics_in_process_and_over_grpc(policy):
         with make_driver(policy, remote=mode) as d:
             assert ("dsrap-centralized" in d.capabilities) == (policy == "centralized")
             runs[mode] = [sc.play(d, seed) for seed in (0, 1)]
+            if mode is None and policy == "bdl":
+                assert d.engine.learner.errors == 0 and len(d.engine.learner.tables.managers) == 16
     for a, b in zip(runs[None], runs["spawn"]):
         assert a.metrics() == b.metrics() and a.curve == b.curve
     assert runs[None][0].utility_rate > 0 and runs[None][0].rejected == 0
