@@ -193,8 +193,7 @@ def play(config: DeepRMConfig, jobset_seed: int, net: PolicyNetwork | None, rng:
             if teacher is not None:
                 a = teacher(sim, valid)
             else:
-                x = render(s[0][None], s[1][None], s[2][None], np.array([s[3]]), np.array([s[4]]), spec)
-                p = action_probs(net(x.reshape(1, -1))[0], valid if mask else None)
+                p = action_probs(net.from_state(*s), valid if mask else None)
                 a = int(np.argmax(p)) if rng is None else int((np.cumsum(p) > rng.random()).argmax())
             states.append(s)
             valids.append(valid)
@@ -275,6 +274,7 @@ def play_jobset(tensors: dict[str, np.ndarray], config_index: int, jobset_seed: 
                 ) -> list[Rollout]:
     net = PolicyNetwork(tensors)
     cfg = _WORKER["configs"][config_index]
+    net.for_states(cfg.spec)
     return [play(cfg, jobset_seed, net, np.random.default_rng(s), _WORKER["mask"], _WORKER["max_steps"])
             for s in rollout_seeds]
 
@@ -457,6 +457,7 @@ class DeepRMPgTrainer:
         """The greedy policy on the validation job sets (what `deeprm-pg` serving this network does there)."""
         tensors = network_tensors(self.net)
         net = PolicyNetwork(tensors)
+        net.for_states(self.spec)
         runs = [play(self.scenario.config, s, net, None, self.cfg.mask_invalid, self.cfg.max_rollout_steps)
                 for s in self.eval_seeds()]
         slow = np.array([r.slowdown for r in runs])
