@@ -185,6 +185,18 @@ def test_short_training_run_learns_and_beats_random(tiny_run):
     rnd = np.mean([e["slowdown"] for e in run_policy(sc, "deeprm-random", 6, seeds, progress=False)])
     assert ev[-1]["slowdown"] < ev[0]["slowdown"]
     assert ev[-1]["slowdown"] < rnd, (ev, rnd)
+    # ... and so does the stochastic policy it samples from (the untrained one: near uniform over the actions)
+    import torch
+
+    from emulator.learners.deeprm_pg import make_network, network_tensors
+
+    torch.manual_seed(5)   # the run's seed: its initial network
+    before = PolicyNetwork(network_tensors(make_network(20 * 244, 11, (16,))))
+    after = PolicyNetwork(load_artifact(out / "model.safetensors")[0])
+    sampled = {name: np.mean([play(sc.config, seeds + k, net, np.random.default_rng([k, r]), True, 1000).slowdown
+                              for k in range(6) for r in range(5)]) for name, net in (("before", before),
+                                                                                     ("after", after))}
+    assert sampled["after"] < 0.85 * sampled["before"], sampled
     tensors, meta = load_artifact(out / "model.safetensors", policy="deeprm-pg")
     assert tensors["fc.0.weight"].shape == (16, 20 * 244) and tensors["fc.1.weight"].shape == (11, 16)
     assert meta["seed"] == 5 and meta["iterations_trained"] == 6 and meta["hyperparameters"]["rollouts"] == 6
