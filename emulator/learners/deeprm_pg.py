@@ -36,14 +36,21 @@ from typing import Any
 
 import numpy as np
 
-from emulator.deeprm import DeepRMConfig, DeepRMSimulation
-from emulator.drivers import InProcessDriver
-from emulator.learners import common
-from emulator.scenario import Scenario
-from emulator.training import register_algo
-from policy_engine.features.deeprm import ImageSpec, render
-from policy_engine.policies.deeprm_pg import POLICY_NAME, PolicyNetwork, action_probs
-from policy_engine.policy import create
+from policy_engine.extras import require
+
+require("torch", extra="train", feature="DeepRM-PG training (emulator train --algo deeprm-pg)")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from emulator.deeprm import DeepRMConfig, DeepRMSimulation  # noqa: E402
+from emulator.drivers import InProcessDriver  # noqa: E402
+from emulator.learners import common  # noqa: E402
+from emulator.scenario import Scenario  # noqa: E402
+from emulator.training import register_algo  # noqa: E402
+from policy_engine.features.deeprm import ImageSpec, render  # noqa: E402
+from policy_engine.policies.deeprm_pg import POLICY_NAME, PolicyNetwork, action_probs  # noqa: E402
+from policy_engine.policy import create  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
 MODEL = "model.safetensors"
@@ -182,6 +189,8 @@ def play(config: DeepRMConfig, jobset_seed: int, net: PolicyNetwork | None, rng:
     sim = DeepRMSimulation(config, jobset_seed)
     spec = config.spec
     m = spec.num_slots
+    if net is not None:
+        net.for_states(spec)
     states: list[tuple] = []
     valids, actions, steps, rewards = [], [], [], []
     while not sim.done and not sim.truncated and sim.t < max_steps:
@@ -283,9 +292,6 @@ def play_jobset(tensors: dict[str, np.ndarray], config_index: int, jobset_seed: 
 
 
 def make_network(input_dim: int, n_actions: int, hidden: tuple[int, ...]):
-    import torch
-    from torch import nn
-
     class PolicyMLP(nn.Module):
         """Image -> M + 1 logits; parameter names (fc.0 ... fc.N) are the artifact's tensor names."""
 
@@ -317,8 +323,6 @@ class DeepRMPgTrainer:
     """Network, optimiser and history of one run; checkpoints all of them for --resume."""
 
     def __init__(self, scenario: Scenario, cfg: DeepRMPgConfig, seed: int, out: Path):
-        import torch
-
         config = getattr(scenario, "config", None)
         if not isinstance(config, DeepRMConfig):
             raise ValueError(f"deeprm-pg trains on the deeprm scenario, not {scenario.name}")
@@ -365,8 +369,6 @@ class DeepRMPgTrainer:
 
     def gradient_step(self, jobsets: list[list[Rollout]]) -> float:
         """One Adam step on -Σ log π(a|s)·(G - b) / rollouts; returns that loss."""
-        import torch
-
         rollouts = [r for js in jobsets for r in js]
         adv = np.concatenate([a for js in jobsets for a in advantages(js, self.cfg.discount, self.cfg.baseline)])
         cat = self.stack(rollouts)
@@ -386,8 +388,6 @@ class DeepRMPgTrainer:
 
     def log_probs(self, cat: dict[str, np.ndarray], sl: slice):
         """log π(a | s) of the stored decisions `sl`, rendered in one batch."""
-        import torch
-
         x = render(cat["used"][sl], cat["slot_len"][sl], cat["slot_dem"][sl], cat["backlog"][sl], cat["since"][sl],
                    self.spec)
         logits = self.net(torch.from_numpy(x.reshape(len(x), -1)))
@@ -397,8 +397,6 @@ class DeepRMPgTrainer:
 
     def imitate(self) -> dict[str, Any]:
         """The optional warm start: cross-entropy towards the teacher's actions on its own episodes."""
-        import torch
-
         t0 = time.perf_counter()
         teacher = TEACHERS[self.cfg.imitate]
         base = self.cfg.train_seed + 10_000_000 * self.seed + 5_000_000
@@ -497,8 +495,6 @@ class DeepRMPgTrainer:
         return save_artifact(path, tensors, self.metadata(metrics, best))
 
     def checkpoint(self) -> None:
-        import torch
-
         state = {
             "config": dataclasses.asdict(self.cfg), "scenario": self.scenario.name,
             "scenario_params": json.dumps(self.scenario.describe(), sort_keys=True), "seed": self.seed,
@@ -513,8 +509,6 @@ class DeepRMPgTrainer:
         os.replace(tmp, self.out / CHECKPOINT)
 
     def restore(self, path: Path) -> None:
-        import torch
-
         try:
             state = torch.load(path, weights_only=True)  # no arbitrary code from a checkpoint file
         except Exception as e:
