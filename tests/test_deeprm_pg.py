@@ -249,3 +249,20 @@ def test_bad_options_and_scenarios_are_refused(tmp_path):
 
     with pytest.raises(ValueError, match="deeprm scenario"):
         train("deeprm-pg", get_scenario("multicluster-uniform"), 1, 0, tmp_path / "c", progress=False)
+
+
+def test_sampling_policy_is_a_pure_function_of_the_request(model_file):
+    sim = DeepRMSimulation(DeepRMConfig(job_rate=1.0, simu_len=20), 3)
+    for _ in range(12):
+        sim.advance()
+    obs = sim.observe()
+    greedy = DeepRMPgPolicy(model=model_file).schedule(obs)
+    sampler = DeepRMPgPolicy(model=model_file, sample="true")
+    answers = []
+    for i in range(30):
+        obs.request_id = f"r{i}"
+        d = sampler.schedule(obs)
+        assert d == sampler.schedule(obs)           # the same request: the same draws
+        answers.append(tuple(a.ask_id for a in d.assignments))
+    assert len(set(answers)) > 1 and all(answers)   # it draws; a fitting job is always started first here
+    assert greedy == DeepRMPgPolicy(model=model_file).schedule(obs)
