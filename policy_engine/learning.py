@@ -144,22 +144,25 @@ class LearningLoop:
         while True:
             wake.wait(self.poll_s)
             wake.clear()
-            took = False
+            unsaved = False
             while q:
                 kind, payload, done = q.popleft()
-                took = True
                 if kind == "decision":
                     self._apply(learner.on_decision, payload)
+                    unsaved = True
                 elif kind == "report":
                     self._apply(learner.on_events, payload)
                     self._apply(learner.publish)
+                    # before done(): a caller whose Report has returned finds no save of it still in progress
+                    self._apply(learner.maybe_save)
+                    unsaved = False
                 self.processed += 1
                 if done is not None:
                     try:
                         done()
                     except Exception:
                         log.exception("learning: completion callback failed")
-            if took:
+            if unsaved:
                 self._apply(learner.maybe_save)
             if self._stopping and not q:
                 self._apply(learner.publish)
