@@ -152,4 +152,4 @@ def _plot(path: Path, history: list[dict[str, Any]], scenario: str, mode: str) -
                                secondary=[("train_reward", "training reward / episode")])
 
 
-register_algo(POLICY_NAME, train_clqlmrs)
+register_algo(POLICY_NAME, train_clqlmrs, families={"locality"})

@@ -602,4 +602,4 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
             "learning_curve": str(out / CURVE_PNG)}
 
 
-register_algo("rl-fc", train_rl_fc)
+register_algo("rl-fc", train_rl_fc, families={"multicluster"})

@@ -23,12 +23,14 @@ from typing import Any
 from emulator.deeprm import DeepRMConfig, DeepRMSimulation
 from emulator.drivers import Driver
 from emulator.scenario import Scenario, register_scenario
+from policy_engine.policy import SCHEDULE
 from policy_engine.features.deeprm import ImageSpec
 
 
 class DeepRMScenario(Scenario):
     name = "deeprm"
     family = "deeprm"
+    needs = SCHEDULE
     metrics = ("slowdown", "completion_time", "jobs", "dropped", "utilization")
     default_episodes = 20
     default_policies = ("sjf", "packer", "deeprm-random")

@@ -28,12 +28,14 @@ from typing import Any
 
 from emulator.drivers import Driver
 from emulator.scenario import Scenario, register_scenario
+from policy_engine.policy import SCHEDULE
 from emulator.yarn.cluster import ClusterConfig, WorkloadConfig, YarnSimulation
 from emulator.yarn.workloads import APPS
 
 
 class LocalityScenario(Scenario):
     family = "locality"
+    needs = SCHEDULE
     metrics = ("local_task_rate", "cache_locality", "data_locality", "rack_locality", "off_rack", "job_time_s",
                "makespan_s")
     default_episodes = 10
@@ -71,4 +73,5 @@ for _app, _what in (("wordcount", "CPU-bound"), ("sort", "I/O-bound"), ("terasor
         f"seed 001: HiBench {_app.capitalize()} ({_what}) on 6 DataNodes in 2 racks with an HDFS cache; "
         f"params cache_gb, block_mb, maps, {'size, ' if APPS[_app].hibench_bytes else ''}jobs",
         lambda _a=_app, **params: LocalityScenario(_a, **params),
+        family=LocalityScenario.family, needs=LocalityScenario.needs,
     )
