@@ -100,6 +100,13 @@ def policies_for_scenario(scenario: str) -> list[str]:
     return policies_for(s.needs, s.family)
 
 
+def reject_unknown_params(scenario: str, params: dict[str, Any], valid: list[str] | tuple[str, ...]) -> None:
+    """For scenario constructors: a ValueError naming the unknown parameters and the valid ones."""
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; parameters: {', '.join(valid)}")
+
+
 def get_scenario(name: str, **params: Any) -> Scenario:
     """Build a scenario; bad parameter names or values raise OptionError naming what is wrong."""
     from policy_engine.policy import OptionError

@@ -72,6 +72,26 @@ def check_target(target: str) -> None:
         raise UsageError(f"target {target!r} is not HOST:PORT (e.g. 127.0.0.1:50051)")
 
 
+def check_can_listen(host: str, port: int) -> None:
+    """Bind a plain socket where gRPC will: a port in use or an address not ours is one clear line here, before
+    gRPC's own error log. (Races with another process are still caught when gRPC binds.)"""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise UsageError(f"--host {host!r} does not resolve ({e.strerror})") from None
+    for family, kind, proto, _, addr in infos:
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC does
+            try:
+                s.bind(addr)
+            except OSError as e:
+                hint = "; --port 0 picks a free one" if e.errno == errno.EADDRINUSE else ""
+                raise CommandFailed(f"cannot serve: cannot listen on {host}:{port} ({e.strerror}{hint})") from None
+
+
 def cmd_serve(args) -> int:
     from policy_engine.server import serve
 
@@ -85,6 +105,9 @@ def cmd_serve(args) -> int:
         raise UsageError(f"--webhdfs takes http(s)://HOST:PORT, got {args.webhdfs!r}")
     positive("--webhdfs-ttl", args.webhdfs_ttl)
     policy = build_policy(args.policy, args.model, parse_options(args.set))
+    check_can_listen(args.host, args.port)
+    if args.metrics_port:
+        check_can_listen(args.host, args.metrics_port)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

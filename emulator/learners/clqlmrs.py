@@ -29,6 +29,7 @@ from emulator.training import register_algo
 from policy_engine.artifact import ArtifactError
 from policy_engine.clqlmrs import POLICY_NAME
 from policy_engine.policies.clqlmrs import ClqlmrsPolicy
+from policy_engine.policy import OptionError
 
 DEFAULT_EPISODES = 200
 EVAL_SEED_OFFSET = 1_000_000  # held-out seeds, never trained on
@@ -42,7 +43,7 @@ def _config(options: dict[str, Any]) -> dict[str, Any]:
              "eval_every", "eval_episodes", "max_tasks", "max_nodes"}
     unknown = set(options) - known
     if unknown:
-        raise ValueError(f"unknown clqlmrs option(s) {sorted(unknown)}; valid: {sorted(known)}")
+        raise OptionError(f"unknown clqlmrs option(s) {sorted(unknown)}; valid: {sorted(known)}")
     cfg = {"mode": "abstract", "alpha": 0.1, "gamma": 0.95, "epsilon": 1.0, "epsilon_decay": 0.999,
            "decay_every": 10, "wait_cost": 0.05, "max_wait": 1.0, "order": "fifo", "eval_every": 0,
            "eval_episodes": 3, "max_tasks": 1024, "max_nodes": 32}
@@ -73,10 +74,13 @@ def train_clqlmrs(scenario: Scenario, episodes: int | None, seed: int, out: Path
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 
-    policy = ClqlmrsPolicy(mode=cfg["mode"], learn=True, epsilon=cfg["epsilon"], alpha=cfg["alpha"],
-                           gamma=cfg["gamma"], epsilon_decay=cfg["epsilon_decay"], decay_every=cfg["decay_every"],
-                           wait_cost=cfg["wait_cost"], max_wait=cfg["max_wait"], order=cfg["order"], seed=seed,
-                           max_tasks=cfg["max_tasks"], max_nodes=cfg["max_nodes"])
+    try:
+        policy = ClqlmrsPolicy(mode=cfg["mode"], learn=True, epsilon=cfg["epsilon"], alpha=cfg["alpha"],
+                               gamma=cfg["gamma"], epsilon_decay=cfg["epsilon_decay"], decay_every=cfg["decay_every"],
+                               wait_cost=cfg["wait_cost"], max_wait=cfg["max_wait"], order=cfg["order"], seed=seed,
+                               max_tasks=cfg["max_tasks"], max_nodes=cfg["max_nodes"])
+    except (ValueError, TypeError) as e:  # an out-of-range --set
+        raise OptionError(f"clqlmrs options: {e}") from None
     history: list[dict[str, Any]] = []
     start = 0
     if resume:

@@ -23,11 +23,11 @@ and makespan in seconds.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from emulator.drivers import Driver
-from emulator.scenario import Scenario, register_scenario
+from emulator.scenario import Scenario, register_scenario, reject_unknown_params
 from policy_engine.policy import SCHEDULE
 from emulator.yarn.cluster import ClusterConfig, WorkloadConfig, YarnSimulation
 from emulator.yarn.workloads import APPS
@@ -43,6 +43,8 @@ class LocalityScenario(Scenario):
 
     def __init__(self, app: str, heartbeat_ms: int = 1000, **workload: Any):
         self.name = f"locality-{app}"
+        reject_unknown_params(self.name, workload, [f.name for f in fields(WorkloadConfig) if f.name != "app"]
+                              + ["heartbeat_ms"])
         self.cluster = ClusterConfig(heartbeat_ms=int(heartbeat_ms))
         self.workload = WorkloadConfig(app=app, **workload)
 
