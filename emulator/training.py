@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.scenario import Scenario, scenario_spec, scenarios
-from policy_engine.modules import import_all
+from policy_engine.modules import import_all, unavailable_note
 
 TrainFn = Callable[..., dict[str, Any]]
 
@@ -54,7 +54,8 @@ def algo_spec(algo: str) -> AlgoSpec:
     import_all("emulator.learners")
     if algo not in _ALGOS:
         valid = ", ".join(sorted(_ALGOS)) or "(none registered yet)"
-        raise UnknownAlgorithm(f"unknown training algorithm {algo!r}; available: {valid}")
+        raise UnknownAlgorithm(f"unknown training algorithm {algo!r}; available: {valid}"
+                               + unavailable_note("emulator.learners"))
     return _ALGOS[algo]
 
 
@@ -79,6 +80,7 @@ def check_algo(algo: str, scenario: str) -> AlgoSpec:
 
 def train(algo: str, scenario: Scenario, episodes: int | None, seed: int, out: str | Path, resume: bool = False,
           progress: bool = True, options: dict | None = None) -> dict[str, Any]:
+    algo_spec(algo)  # an unknown name first, whatever the scenario
     a = check_algo(algo, scenario.name)
     return a.fn(scenario=scenario, episodes=episodes, seed=seed, out=Path(out), resume=resume,
                 progress=progress, options=options or {})

@@ -36,11 +36,12 @@ def translate_error(e: BaseException) -> BaseException | None:
 
     from policy_engine.artifact import ArtifactError
     from policy_engine.client import EngineUnavailable
+    from policy_engine.extras import MissingExtra
     from policy_engine.policy import IncompatiblePolicy, OptionError, UnknownPolicy
 
     if isinstance(e, (UnknownPolicy, IncompatiblePolicy, OptionError)):
         return UsageError(str(e))
-    if isinstance(e, (ArtifactError, EngineUnavailable, EngineStartFailed)):
+    if isinstance(e, (ArtifactError, EngineUnavailable, EngineStartFailed, MissingExtra)):
         return CommandFailed(str(e))
     if isinstance(e, grpc.RpcError) and hasattr(e, "code"):
         return CommandFailed(f"the policy engine answered {e.code().name}: {e.details()}")
@@ -104,6 +105,8 @@ def cmd_serve(args) -> int:
     if args.webhdfs is not None and not args.webhdfs.startswith(("http://", "https://")):
         raise UsageError(f"--webhdfs takes http(s)://HOST:PORT, got {args.webhdfs!r}")
     positive("--webhdfs-ttl", args.webhdfs_ttl)
+    if args.webhdfs is not None:
+        import policy_engine.hdfs  # noqa: F401  (fails here, with the extra to install, before anything starts)
     policy = build_policy(args.policy, args.model, parse_options(args.set))
     check_can_listen(args.host, args.port)
     if args.metrics_port:
