@@ -400,6 +400,15 @@ def value_cases() -> list[Case]:
                           "--set", "mode=fancy", "--no-progress"], 2, ("mode",), id="train-clqlmrs-mode"),
         Case("emulator", ["train", "--scenario", "locality-wordcount", "--algo", "clqlmrs", "--out", "{tmp}/c",
                           "--episodes", "0", "--no-progress"], 2, ("--episodes must be",), id="train-episodes-zero"),
+        Case("policy-engine", ["serve", "--policy", "fifo", "--model", "{rl_fc_model}"], 2,
+             ("'fifo' takes no model",), id="serve-fifo-takes-no-model"),
+        Case("emulator", [*run, "multicluster-uniform", "--policy", "rl-fc", "--model", "{corrupt}", "--remote",
+                          "spawn", *small("multicluster-uniform")], 1, ("truncated or corrupt",),
+             id="run-spawn-corrupt-model"),
+        Case("emulator", ["compare", "--scenario", "deeprm", "--episodes", "0"], 2, ("--episodes must be",),
+             id="compare-episodes-zero"),
+        Case("emulator", ["train", "--scenario", "locality-wordcount", "--algo", "clqlmrs", "--out", "{tmp}/c",
+                          "--seed", "-1", "--no-progress"], 2, ("--seed must be",), id="train-seed-negative"),
         # the demo and the listings
         Case("policy-engine", ["demo", "--policies", ""], 2, ("names no policy",), id="demo-no-policies"),
         Case("policy-engine", ["demo", "--policies", "fifo,no-such"], 2, ("registered policies",),
@@ -584,6 +593,14 @@ def test_every_scenario_declares_its_family_and_what_it_asks_policies():
     for name, s in SCENARIOS.items():
         assert s.family, f"scenario {name} has no family"
         assert s.needs in ("schedule", "route"), f"scenario {name} does not say which policy calls it makes"
+
+
+def test_every_training_algorithm_declares_the_scenario_families_it_trains_on():
+    """`emulator train` checks the pair before training; an algorithm that declares nothing would skip the check."""
+    for algo in ALGOS:
+        families = _ALGOS[algo].families
+        assert families, f"register_algo({algo!r}, ..., families={{...}}) is missing"
+        assert families <= {s.family for s in SCENARIOS.values()}, (algo, families)
 
 
 def test_the_sweep_forms_the_mismatched_pairs():
