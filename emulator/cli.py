@@ -172,8 +172,11 @@ def cmd_train(args) -> int:
                        resume=args.resume, progress=not args.no_progress, options=options)
     except OptionError as e:  # an unknown or out-of-range --set
         raise UsageError(str(e)) from None
-    except (ValueError, OSError) as e:  # a checkpoint from other settings, an unwritable --out: say so
+    except ValueError as e:  # a checkpoint from other settings, --resume without one: say so
         raise CommandFailed(str(e)) from None
+    except OSError as e:  # an --out that cannot be created or written
+        raise CommandFailed(f"cannot write the run to --out {args.out}: {e.strerror or e}"
+                            + (f" ({e.filename})" if e.filename and str(e.filename) != args.out else "")) from None
     print(json.dumps(result))
     return 0
 

@@ -90,6 +90,11 @@ def check_policy(scenario: str, policy: str) -> None:
     from policy_engine.policy import check_runs_on
 
     s = scenario_spec(scenario)
+    if not s.needs:  # a scenario that does not say what it asks of policies cannot be checked (tests flag it)
+        from policy_engine.policy import spec
+
+        spec(policy)
+        return
     check_runs_on(policy, s.needs, s.family, f"scenario {scenario!r}")
 
 
