@@ -268,7 +268,8 @@ def remote_cases() -> list[Case]:
         Case("policy-engine", ["info", "--target", "{closed}", "--timeout", "-1"], 2,
              ("--timeout must be a positive",), id="info-timeout-negative"),
         Case("policy-engine", ["info", "--target", "nonsense"], 2, ("not HOST:PORT",), id="info-target-not-host-port"),
-        Case("policy-engine", ["serve", "--policy", "fifo", "--port", "{busy_port}"], 1, ("cannot serve", "already in use", "--port 0"),
+        Case("policy-engine", ["serve", "--policy", "fifo", "--port", "{busy_port}"], 1,
+             ("cannot serve", "already in use", "--port 0"),
              limit_s=10.0, subprocess=True, id="serve-port-in-use"),
         Case("policy-engine", ["serve", "--policy", "fifo", "--port", "0", "--metrics-port", "{busy_port}"], 1,
              ("cannot serve", "in use"), limit_s=10.0, id="serve-metrics-port-in-use"),
@@ -466,7 +467,6 @@ class _Http(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, engine_factory):
-    from policy_engine.artifact import save_artifact
     from policy_engine.policies.clqlmrs import ClqlmrsPolicy
 
     tmp = tmp_path_factory.mktemp("sweep")
@@ -498,7 +498,8 @@ def env(tmp_path_factory, engine_factory):
     closed.bind(("127.0.0.1", 0))
     engine = engine_factory("lf-e")
     values = {
-        "tmp": str(tmp), "missing": str(tmp / "no-such-model.safetensors"), "directory": str(tmp / "a-directory.safetensors"),
+        "tmp": str(tmp), "missing": str(tmp / "no-such-model.safetensors"),
+        "directory": str(tmp / "a-directory.safetensors"),
         "empty": str(tmp / "empty.safetensors"), "corrupt": str(tmp / "corrupt.safetensors"),
         "truncated": str(tmp / "truncated.safetensors"), "text": str(tmp / "model.json"),
         "plain_safetensors": str(tmp / "plain.safetensors"), "tampered": str(tmp / "tampered.safetensors"),
