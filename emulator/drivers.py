@@ -116,5 +116,5 @@ def make_driver(policy: str, model: str | None = None, remote: str | None = None
         extra = (["--model", str(model)] if model else []) + [
             arg for k, v in options.items() for arg in ("--set", f"{k}={v if isinstance(v, str) else json.dumps(v)}")]
         proc, target = start_engine_subprocess(policy, extra)
-        return RemoteDriver(target, expect_policy=policy, process=proc)
+        return RemoteDriver(target, timeout=timeout, expect_policy=policy, process=proc)
     return RemoteDriver(remote, timeout=timeout, expect_policy=policy, connect_timeout=timeout)
