@@ -14,7 +14,7 @@ require("tqdm", extra="emulator", feature="emulator run/compare")
 from tqdm import tqdm  # noqa: E402
 
 from emulator.drivers import make_driver  # noqa: E402
-from emulator.scenario import Scenario  # noqa: E402
+from emulator.scenario import Scenario, check_policy  # noqa: E402
 
 
 def summarise(values: list[float]) -> dict[str, float]:
@@ -40,6 +40,8 @@ def compare(scenario: Scenario, policies: list[str], episodes: int, seed: int, a
             models: dict[str, str] | None = None, remote: str | None = None, progress: bool = True,
             timeout: float = 5.0) -> dict[str, Any]:
     models = models or {}
+    for p in policies:  # a policy that cannot answer this scenario's calls fails here, not mid-episode
+        check_policy(scenario, p)
     if against is not None and against not in policies:  # before hours of episodes, not after
         raise ValueError(f"--against {against!r} is not among the compared policies {policies}")
     per_policy = {p: run_policy(scenario, p, episodes, seed, models.get(p), remote, progress=progress,

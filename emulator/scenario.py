@@ -85,17 +85,17 @@ def scenario_spec(name: str) -> ScenarioSpec:
     return spec
 
 
-def check_policy(scenario: str, policy: str) -> None:
-    """Raise UnknownPolicy or IncompatiblePolicy (naming the valid policies) unless `policy` can run `scenario`."""
-    from policy_engine.policy import check_runs_on
+def check_policy(scenario: str | Scenario, policy: str) -> None:
+    """Raise UnknownPolicy or IncompatiblePolicy (naming the valid policies) unless `policy` can run `scenario`
+    (a registered name, or a built scenario: then its own family and needs count)."""
+    from policy_engine.policy import check_runs_on, spec
 
-    s = scenario_spec(scenario)
-    if not s.needs:  # a scenario that does not say what it asks of policies cannot be checked (tests flag it)
-        from policy_engine.policy import spec
-
+    name, family, needs = ((scenario, scenario_spec(scenario).family, scenario_spec(scenario).needs)
+                           if isinstance(scenario, str) else (scenario.name, scenario.family, scenario.needs))
+    if not needs:  # a scenario that does not say what it asks of policies cannot be checked (the sweep flags it)
         spec(policy)
         return
-    check_runs_on(policy, s.needs, s.family, f"scenario {scenario!r}")
+    check_runs_on(policy, needs, family, f"scenario {name!r}")
 
 
 def policies_for_scenario(scenario: str) -> list[str]:

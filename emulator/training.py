@@ -61,26 +61,31 @@ def algo_spec(algo: str) -> AlgoSpec:
 
 def algorithms_for(scenario: str) -> list[str]:
     """The algorithms that can train on `scenario`."""
-    family = scenario_spec(scenario).family
+    return _algorithms_for_family(scenario_spec(scenario).family)
+
+
+def _algorithms_for_family(family: str) -> list[str]:
     return [a for a in algorithms() if not _ALGOS[a].families or family in _ALGOS[a].families]
 
 
-def check_algo(algo: str, scenario: str) -> AlgoSpec:
-    """Raise UnknownAlgorithm / UnknownScenario / IncompatibleAlgorithm (naming what would fit) before training."""
+def check_algo(algo: str, scenario: str | Scenario) -> AlgoSpec:
+    """Raise UnknownAlgorithm / UnknownScenario / IncompatibleAlgorithm (naming what would fit) before training;
+    `scenario` is a registered name or a built scenario (then its own family counts)."""
     a = algo_spec(algo)
-    family = scenario_spec(scenario).family
+    family = scenario_spec(scenario).family if isinstance(scenario, str) else scenario.family
+    scenario = scenario if isinstance(scenario, str) else scenario.name
     if a.families and family not in a.families:
         fits = [s.name for s in scenarios() if s.family in a.families]
         raise IncompatibleAlgorithm(
             f"training algorithm {algo!r} trains on {', '.join(sorted(a.families))} scenarios "
             f"({', '.join(fits) or 'none registered'}), and {scenario!r} is {family}; algorithms for "
-            f"{scenario!r}: {', '.join(algorithms_for(scenario)) or 'none registered yet'}")
+            f"{scenario!r}: {', '.join(_algorithms_for_family(family)) or 'none registered yet'}")
     return a
 
 
 def train(algo: str, scenario: Scenario, episodes: int | None, seed: int, out: str | Path, resume: bool = False,
           progress: bool = True, options: dict | None = None) -> dict[str, Any]:
     algo_spec(algo)  # an unknown name first, whatever the scenario
-    a = check_algo(algo, scenario.name)
+    a = check_algo(algo, scenario)
     return a.fn(scenario=scenario, episodes=episodes, seed=seed, out=Path(out), resume=resume,
                 progress=progress, options=options or {})
