@@ -55,9 +55,12 @@ class PolicyNetwork:
         self.input_dim = layers[0][0].shape[0]
         self.n_actions = layers[-1][0].shape[1]
         self.hidden = tuple(wt.shape[1] for wt, _ in layers[:-1])
+        self.state_input: StateInput | None = None
 
     def for_states(self, spec: ImageSpec) -> None:
         """Enable `from_state` (the network's input must be `spec`'s image)."""
+        if self.state_input is not None and self.state_input.spec == spec:
+            return
         if self.input_dim != spec.time_horizon * spec.width:
             raise ArtifactError(f"deeprm-pg model takes {self.input_dim} inputs; the image is "
                                 f"{spec.time_horizon} x {spec.width}")
