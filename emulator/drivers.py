@@ -23,6 +23,7 @@ class EngineMismatch(ValueError):
 class Driver:
     mode = "abstract"
     policy_name = ""
+    capabilities: frozenset[str] = frozenset()   # the served policy's (GetInfo's capabilities over gRPC)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         raise NotImplementedError
@@ -52,6 +53,7 @@ class InProcessDriver(Driver):
         self.engine = Engine(policy, learning="inline")
         self.engine.attach_learner()
         self.policy_name = policy.name
+        self.capabilities = frozenset(policy.capabilities)
         self.schedule = self.engine.schedule  # bound directly: the hot path of every emulator step
         self.route = self.engine.route
 
@@ -82,6 +84,7 @@ class RemoteDriver(Driver):
             self.close()
             raise EngineMismatch(f"the engine at {target} serves policy {info.policy!r}, not {expect_policy!r}")
         self.policy_name = info.policy
+        self.capabilities = frozenset(info.capabilities)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         return self.client.schedule_obs(obs)

@@ -235,3 +235,43 @@ def test_clqlmrs_policy_and_learner_depend_on_the_model_not_on_each_other():
         if path.name != "config.py":
             numbers = {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)}
             assert not numbers & {0.999, 0.95, 1024, 32}, path.name
+
+
+def test_schedule_decoder_equals_the_full_decode_and_names_the_same_errors():
+    """The server's hot path (serialized request, asks decoded once and recognised by their bytes) gives the same
+    observation as decode_schedule, and refuses what it refuses with the same message."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(REPO / "benchmarks"))
+    from engine_throughput import heartbeat
+
+    from policy_engine.codec import InvalidRequest, ScheduleDecoder, decode_schedule, encode_schedule
+
+    decoder = ScheduleDecoder()
+    for i in range(40):
+        req = heartbeat(i, asks=1 + i % 7)
+        assert decoder.decode(req.SerializeToString()) == decode_schedule(req)
+    assert decoder.hits > decoder.misses > 0  # asks repeat between heartbeats: decoded once
+    cached = observe(node("n1"), [map_job("app1", [(["n1", "n2"], ["n1"])] * 3)], "with-blocks")
+    req = encode_schedule(cached)
+    assert decoder.decode(req.SerializeToString()) == decode_schedule(req)
+
+    def refused(req) -> str:
+        with pytest.raises(InvalidRequest) as full:
+            decode_schedule(req)
+        with pytest.raises(InvalidRequest) as fast:
+            decoder.decode(req.SerializeToString())
+        assert str(fast.value) == str(full.value)
+        return str(fast.value)
+
+    bad = heartbeat(1)
+    bad.asks[3].ask_id = bad.asks[2].ask_id
+    assert "asks[3].ask_id: duplicate" in refused(bad)
+    bad = heartbeat(2)
+    bad.asks[5].num_containers = -1
+    assert "asks[5].num_containers" in refused(bad)
+    bad = heartbeat(3)
+    bad.ClearField("node")
+    assert "node: missing" in refused(bad)
+    with pytest.raises(InvalidRequest, match="not a yarnrl.v1.ScheduleRequest"):
+        decoder.decode(b"\x12\xff\xff\xff")
