@@ -200,6 +200,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         engine = Engine(policy, metrics, learning="thread")  # the learner runs in its own thread, off the loop
         engine.attach_learner()
     engine.metrics = metrics
+    engine.bind_metrics()
     locator = None
     if webhdfs:
         from policy_engine.hdfs import BlockLocator

@@ -88,6 +88,8 @@ def test_engine_counts_drops_in_its_metrics_and_decides_while_the_learner_is_stu
     decisions += [engine.schedule(observe(node("n1", ts=t), [job])) for t in range(1, 6)]
     assert all(sum(a.count for a in d.assignments) == 2 for d in decisions)
     assert metrics.registry.get_sample_value("yarnrl_learner_dropped_total", {"kind": "decision"}) == 3
+    engine.bind_metrics()
+    assert metrics.registry.get_sample_value("yarnrl_learner_queue") == 2
     learner.release.set()
     engine.close()
 
