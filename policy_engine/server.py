@@ -218,7 +218,10 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    bound = server.add_insecure_port(address)
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError:  # grpcio >= 1.60 raises where older versions returned 0
+        bound = 0
     if bound == 0:
         raise OSError(f"cannot listen on {address} (port in use?)")
     if metrics_port is not None:
