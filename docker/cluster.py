@@ -388,6 +388,10 @@ class Cluster:
         nodes = (_http_json(f"{self.rm_url}/ws/v1/cluster/nodes").get("nodes") or {}).get("node") or []
         return {n["nodeHostName"]: n["rack"] for n in nodes if n.get("state") == "RUNNING"}
 
+    def running_apps(self) -> list[dict]:
+        apps = (_http_json(f"{self.rm_url}/ws/v1/cluster/apps?states=RUNNING").get("apps") or {}).get("app") or []
+        return apps
+
     def _engine_serving(self) -> bool:
         with urllib.request.urlopen(self.metrics_url, timeout=5) as r:  # noqa: S310
             return r.status == 200
