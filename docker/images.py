@@ -221,7 +221,7 @@ def extra_cas() -> list[Path]:
 def engine_inputs() -> list[Path]:
     d = DOCKER_DIR / "engine"
     return _files(d / "Dockerfile", d / "requirements.txt", REPO / "pyproject.toml", REPO / "README.md",
-                  REPO / "policy_engine", REPO / "proto", exclude=("policy_engine/_generated",))
+                  REPO / "policy_engine")
 
 
 def build_engine(client, base_hash: str, force: bool) -> Result:
@@ -234,12 +234,10 @@ def build_engine(client, base_hash: str, force: bool) -> Result:
     src = ctx / "src"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()
-    # the generated protocol code goes in with the package (the image has no protoc)
-    _run([sys.executable, "-m", "policy_engine.proto"], "generate protocol code", cwd=REPO, log=steps)
+    # policy_engine/_generated (committed) goes in with the package: the image needs no protoc
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
     shutil.copytree(REPO / "policy_engine", src / "policy_engine", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(REPO / "proto", src / "proto")
     certs = ctx / "certs"
     shutil.rmtree(certs, ignore_errors=True)
     certs.mkdir()
