@@ -154,6 +154,7 @@ class DockerTarget:
         return int(out.split()[0])
 
     def use_policy(self, policy: str, settings: list[str]) -> None:
+        # always a fresh engine: every policy starts from the same (empty) state
         self.cluster.start_engine(policy, settings)
 
     def counters(self) -> dict:
@@ -161,7 +162,9 @@ class DockerTarget:
         return {k: j[k] for k in ("EngineDecisions", "EngineContainers", "Fallbacks")}
 
     def restore(self) -> None:
-        if self.cluster.spec.engine:
+        """Leave the engine on the policy the cluster came with (no restart when the last run used it)."""
+        spec = self.cluster.spec
+        if spec.engine and (spec.policy, spec.policy_settings) != (self.original_policy, self.original_settings):
             self.cluster.start_engine(self.original_policy, self.original_settings)
 
 

@@ -285,7 +285,8 @@ class Cluster:
         s = self.spec
         self._start("engine", images.ENGINE_IMAGE, cmd,
                     {ENGINE_GRPC_PORT: s.grpc_port, ENGINE_METRICS_PORT: s.metrics_port},
-                    labels={LABEL_POLICY: policy}, env={})
+                    labels={LABEL_POLICY: policy, LABEL_POLICY + ".settings": json.dumps(list(settings or []))},
+                    env={})
         self.spec.policy, self.spec.policy_settings = policy, list(settings or [])
         if wait:
             self._wait(lambda: self._engine_serving(), timeout, "the engine to serve", ["engine"])
@@ -323,6 +324,7 @@ class Cluster:
         for c in found:
             if c.labels.get(LABEL_ROLE) == "engine":
                 cl.spec.policy = c.labels.get(LABEL_POLICY, cl.spec.policy)
+                cl.spec.policy_settings = json.loads(c.labels.get(LABEL_POLICY + ".settings", "[]"))
         cl.spec.engine = any(c.labels.get(LABEL_ROLE) == "engine" for c in found)
         # restarts publish the same ports again (read back from the containers)
         for role, port, attr in (("nn", NN_HTTP_PORT, "nn_port"), ("rm", RM_HTTP_PORT, "rm_port"),
