@@ -9,6 +9,7 @@ from emulator.drivers import Driver
 from emulator.dsrap.config import DsrapConfig
 from emulator.dsrap.sim import DsrapSim, EpisodeResult
 from emulator.scenario import Scenario
+from policy_engine.policy import ROUTE
 
 CENTRALIZED = "dsrap-centralized"
 APPROACHES = ("greedy", "fdl", "sdl", "bdl", "centralized")
@@ -16,6 +17,7 @@ APPROACHES = ("greedy", "fdl", "sdl", "bdl", "centralized")
 
 class DsrapScenario(Scenario):
     family: ClassVar[str] = "dsrap"
+    needs: ClassVar[str] = ROUTE
     metrics: ClassVar[tuple[str, ...]] = (
         "utility_rate", "cpu", "network", "hops", "abandoned_ordinary", "abandoned_io_intense",
         "abandoned_compute_intense", "abandoned_demanding", "abandoned_total")

@@ -31,7 +31,7 @@ class DsrapPolicy(Policy):
         fields = FalSettings.__dataclass_fields__
         unknown = sorted(set(settings) - set(fields))
         if unknown:
-            raise ValueError(f"{self.name}: unknown option(s) {', '.join(unknown)}; options: seed, {', '.join(fields)}")
+            raise ValueError(f"{self.name}: unknown option(s) {', '.join(unknown)}; valid: seed, {', '.join(fields)}")
         try:
             values = {k: type(getattr(FalSettings, k))(v) for k, v in settings.items() if k != "type_utility"}
         except (TypeError, ValueError) as e:
@@ -55,8 +55,8 @@ def _approach(name: str, first: str, second: str, capabilities=frozenset({ROUTE}
 
 
 L = "policy_engine.dsrap:make_learner"
-register("greedy", "DSRAP greedy: best-first local allocation, random routing (seed 004)", {ROUTE}, learner=L)(_approach("greedy", "best-first", "random"))
-register("fdl", "DSRAP FDL: Learning1 (FAL/PGA) local allocation, random routing (seed 004)", {ROUTE}, learner=L)(_approach("fdl", "learning1", "random"))
-register("sdl", "DSRAP SDL: best-first local allocation, Learning2 (FAL/PGA, Eq. 6) routing (seed 004)", {ROUTE}, learner=L)(_approach("sdl", "best-first", "learning2"))
-register("bdl", "DSRAP BDL: Learning1 and Learning2, both learned by FAL/PGA (seed 004)", {ROUTE}, learner=L)(_approach("bdl", "learning1", "learning2"))
-register("centralized", "DSRAP centralized: one manager over all clusters' nodes, best-first (seed 004)", {ROUTE, CENTRALIZED}, learner=L)(_approach("centralized", "best-first", "random", {ROUTE, CENTRALIZED}))
+register("greedy", "DSRAP greedy: best-first local allocation, random routing (seed 004)", {ROUTE}, learner=L, families={"dsrap"})(_approach("greedy", "best-first", "random"))
+register("fdl", "DSRAP FDL: Learning1 (FAL/PGA) local allocation, random routing (seed 004)", {ROUTE}, learner=L, families={"dsrap"})(_approach("fdl", "learning1", "random"))
+register("sdl", "DSRAP SDL: best-first local allocation, Learning2 (FAL/PGA, Eq. 6) routing (seed 004)", {ROUTE}, learner=L, families={"dsrap"})(_approach("sdl", "best-first", "learning2"))
+register("bdl", "DSRAP BDL: Learning1 and Learning2, both learned by FAL/PGA (seed 004)", {ROUTE}, learner=L, families={"dsrap"})(_approach("bdl", "learning1", "learning2"))
+register("centralized", "DSRAP centralized: one manager over all clusters' nodes, best-first (seed 004)", {ROUTE, CENTRALIZED}, learner=L, families={"dsrap"})(_approach("centralized", "best-first", "random", {ROUTE, CENTRALIZED}))
