@@ -9,7 +9,7 @@ from pathlib import Path
 
 from policy_engine.policy import OptionError
 
-from policy_engine.cli import check_target, parse_options
+from policy_engine.cli import check_log_dir, check_target, parse_options
 from policy_engine.cli import translate_error as engine_errors
 from policy_engine.command import (DEBUG_ENV, CommandFailed, OneLineParser, UsageError, add_debug_flag,
                                    existing_file, positive, run_main)
@@ -58,6 +58,10 @@ def _check_policies(scenario: str, names: list[str]) -> None:
 
 def _check_remote(args, policies: list[str], models: dict[str, str]) -> None:
     positive("--timeout", args.timeout)
+    check_log_dir("--decision-log", args.decision_log, args.log_rotate_mb)
+    if args.decision_log is not None and args.remote not in (None, "spawn"):
+        raise UsageError(f"--decision-log is for in-process runs and --remote spawn; the engine at {args.remote} "
+                         "writes its own log (start it with `policy-engine serve --decision-log DIR`)")
     if args.remote is None or args.remote == "spawn":
         return
     check_target(args.remote)
@@ -113,7 +117,8 @@ def cmd_run(args) -> int:
     scenario = _scenario(args)
     _prebuild_for_spawn(args, [args.policy], models)
     result = compare(scenario, [args.policy], args.episodes or scenario.default_episodes, args.seed,
-                     models=models, remote=args.remote, progress=not args.no_progress, timeout=args.timeout)
+                     models=models, remote=args.remote, progress=not args.no_progress, timeout=args.timeout,
+                     decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb)
     result["mode"] = "remote" if args.remote else "in-process"
     if not args.json:
         print(format_table(result))
@@ -149,7 +154,7 @@ def cmd_compare(args) -> int:
     _prebuild_for_spawn(args, policies, models)
     result = compare(scenario, policies, args.episodes or scenario.default_episodes, args.seed,
                      against=args.against, models=models, remote=args.remote, progress=not args.no_progress,
-                     timeout=args.timeout)
+                     timeout=args.timeout, decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb)
     result["mode"] = "remote" if args.remote else "in-process"
     if not args.json:
         print(format_table(result))
@@ -179,6 +184,14 @@ def cmd_train(args) -> int:
                             + (f" ({e.filename})" if e.filename and str(e.filename) != args.out else "")) from None
     print(json.dumps(result))
     return 0
+
+
+def decision_log_options(sp) -> None:
+    sp.add_argument("--decision-log", metavar="DIR",
+                    help="write every decision and Report event to Parquet files in DIR, in the format of "
+                         "`policy-engine serve --decision-log` (see docs/decision-log.md)")
+    sp.add_argument("--log-rotate-mb", type=float, metavar="MB",
+                    help="start a new decision-log file once one holds this many MB (default 64)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how long to wait for the engine at --remote to answer, and every call's deadline "
                         f"(default {DEFAULT_TIMEOUT_S:g})")
     r.add_argument("--json", action="store_true", help="last line of stdout is one JSON object")
+    decision_log_options(r)
     r.set_defaults(fn=cmd_run)
 
     c = sub.add_parser("compare", help="compare policies on the same seeded episodes, in the papers' tables")
@@ -224,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help=f"deadline of every call to a spawned engine (default {DEFAULT_TIMEOUT_S:g})")
     c.add_argument("--json", action="store_true", help="last line of stdout is one JSON object")
+    decision_log_options(c)
     c.set_defaults(fn=cmd_compare)
 
     t = sub.add_parser("train", help="train a learned policy on a scenario")

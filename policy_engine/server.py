@@ -66,15 +66,14 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
 
     def _schedule(self, obs) -> pb.ScheduleResponse:
         engine, policy = self.engine, self.engine.policy
-        decision = engine.schedule(obs)
-        return encode_schedule_decision(decision, obs.request_id, engine.next_decision_id(), policy.name,
-                                        policy.model_version)
+        decision, decision_id = engine.schedule_logged(obs)
+        return encode_schedule_decision(decision, obs.request_id, decision_id, policy.name, policy.model_version)
 
     def route_message(self, req: pb.RouteRequest) -> pb.RouteResponse:
         engine, policy = self.engine, self.engine.policy
         obs = decode_route(req)
-        decision = engine.route(obs)
-        return encode_route_decision(decision, obs, engine.next_decision_id(), policy.name, policy.model_version)
+        decision, decision_id = engine.route_logged(obs)
+        return encode_route_decision(decision, obs, decision_id, policy.name, policy.model_version)
 
     def info_message(self) -> pb.GetInfoResponse:
         policy = self.engine.policy
@@ -190,16 +189,20 @@ def _resolve(future: asyncio.Future) -> None:
 
 async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metrics_port: int | None = None,
                 grace_s: float = 5.0, ready: asyncio.Event | None = None, engine: Engine | None = None,
-                webhdfs: str | None = None, webhdfs_ttl_s: float = 60.0) -> None:
+                webhdfs: str | None = None, webhdfs_ttl_s: float = 60.0, decision_log: str | None = None,
+                log_rotate_mb: float | None = None) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled).
 
     `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations.
+    `decision_log`: directory of the Parquet decision log (policy_engine.decision_log), closed on shutdown.
     """
     metrics = EngineMetrics()
     if engine is None:
         engine = Engine(policy, metrics, learning="thread")  # the learner runs in its own thread, off the loop
         engine.attach_learner()
     engine.metrics = metrics
+    if decision_log:
+        engine.attach_decision_log(decision_log, log_rotate_mb, threaded=True)
     locator = None
     if webhdfs:
         from policy_engine.hdfs import BlockLocator
