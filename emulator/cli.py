@@ -194,6 +194,38 @@ def decision_log_options(sp) -> None:
                     help="start a new decision-log file once one holds this many MB (default 64)")
 
 
+def cmd_replay(args) -> int:
+    from emulator.replay import format_replay, replay
+    from policy_engine.decision_log import DecisionLogError
+    from policy_engine.policy import spec
+
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if not policies:
+        raise UsageError(f"--policies names no policy, got {args.policies!r}")
+    for p in policies:
+        spec(p)  # unknown names: one line with the registered ones
+    if len(set(policies)) != len(policies):
+        raise UsageError(f"--policies names a policy twice: {args.policies!r}")
+    models = parse_models(args.model or [])
+    unknown = sorted(set(models) - set(policies))
+    if unknown:
+        raise UsageError(f"--model names {', '.join(unknown)}, not among --policies {','.join(policies)}")
+    for path in models.values():
+        existing_file(path)
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be at least 1, not {args.limit}")
+    if not Path(args.log).is_dir():
+        raise UsageError(f"--log {args.log} is not a directory (the DIR given to --decision-log)")
+    try:
+        result = replay(args.log, policies, models, limit=args.limit, progress=not args.no_progress)
+    except DecisionLogError as e:
+        raise CommandFailed(str(e)) from None
+    if not args.json:
+        print(format_replay(result))
+    print(json.dumps(result) if args.json else "", end="\n" if args.json else "")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="emulator",
                       description="Emulated YARN clusters and multi-cluster federations that ask the policy engine "
@@ -248,6 +280,19 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="hyper-parameter override, repeatable")
     t.set_defaults(fn=cmd_train)
+
+    rp = sub.add_parser("replay", help="decide a decision log's observations again with other policies",
+                        description="Read a Parquet decision log (policy-engine serve / emulator run --decision-log), "
+                                    "re-decide every logged observation with each policy and report how often they "
+                                    "agree with each other and with the logged decision, and the locality levels "
+                                    "each chose.")
+    rp.add_argument("--log", required=True, metavar="DIR", help="decision-log directory")
+    rp.add_argument("--policies", required=True, help="comma-separated policies to replay (e.g. fifo,delay,clqlmrs)")
+    rp.add_argument("--model", action="append", metavar="POLICY=PATH", help="model artifact for a learned policy")
+    rp.add_argument("--limit", type=int, metavar="N", help="replay only the first N decisions")
+    rp.add_argument("--json", action="store_true", help="last line of stdout is one JSON object")
+    rp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rp.set_defaults(fn=cmd_replay)
 
     add_debug_flag(p)
     return p
