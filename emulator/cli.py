@@ -23,10 +23,11 @@ def translate_error(e: BaseException) -> BaseException | None:
     from emulator.scenario import UnknownScenario
     from emulator.training import IncompatibleAlgorithm, UnknownAlgorithm
     from emulator.yarn.cluster import SimulationError
+    from emulator.yarn.traces import TraceError
 
     if isinstance(e, (UnknownScenario, UnknownAlgorithm, IncompatibleAlgorithm)):
         return UsageError(str(e))
-    if isinstance(e, (EngineMismatch, SimulationError)):
+    if isinstance(e, (EngineMismatch, SimulationError, TraceError)):
         return CommandFailed(str(e))
     return engine_errors(e)
 
@@ -136,7 +137,9 @@ def cmd_compare(args) -> int:
         if not policies:
             raise UsageError(f"--policies names no policy, got {args.policies!r}")
     else:
-        policies = list(scenario_spec(args.scenario).factory().default_policies)
+        factory = scenario_spec(args.scenario).factory
+        # a scenario class knows its baselines without being built (`trace` cannot be built without a file)
+        policies = list(getattr(factory, "default_policies", None) or factory().default_policies)
     _check_policies(args.scenario, policies)
     if args.against is not None and args.against not in policies:
         raise UsageError(f"--against {args.against!r} is not among the compared policies {','.join(policies)}")
