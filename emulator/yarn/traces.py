@@ -314,7 +314,8 @@ def read_synth(path: Path, seed: int) -> TraceWorkload:
 # ---------------------------------------------------------------- nodes file
 
 
-def read_nodes(path: Path) -> list[TraceNode]:
+def read_nodes(path: str | Path) -> list[TraceNode]:
+    path = Path(path)
     nodes, seen = [], set()
     for r, obj in enumerate(_load_json_stream(path, "nodes file")):
         f = _Fields(obj, f"nodes file {path}: entry {r}")
