@@ -95,6 +95,8 @@ def _schema(fields: list[tuple[str, pa.DataType]], table: str) -> pa.Schema:
 
 # The documented schema (docs/decision-log.md): change it only with SCHEMA_VERSION.
 DECISIONS_SCHEMA = _schema([
+    ("writer", pa.string()),                 # the engine (process) that logged it: its file stem
+    ("seq", pa.int64()),                     # 1, 2, ... per writer, in decision order (a gap: a dropped row)
     ("time_ms", pa.int64()),                 # wall clock when the decision was made (Unix ms)
     ("request_id", pa.string()),
     ("decision_id", pa.string()),            # as in the response; Report events name it
@@ -129,7 +131,10 @@ DECISIONS_SCHEMA = _schema([
 ], "decisions")
 
 EVENTS_SCHEMA = _schema([
+    ("writer", pa.string()),
     ("time_ms", pa.int64()),                 # wall clock when the Report arrived (Unix ms)
+    ("after_decision", pa.int64()),          # decisions this writer had made when the Report arrived: the event
+                                             # follows the writer's decisions with seq <= after_decision
     ("decision_id", pa.string()),            # join key with decisions.decision_id ("" when the caller did not say)
     ("kind", pa.string()),                   # container_started | container_finished | job_finished | ...
     ("timestamp_ms", pa.int64()),            # the event's own time
@@ -163,6 +168,7 @@ class _Snapshot:
     model_checksum: str
     latency_us: float
     opportunities: tuple[int, ...] = ()
+    seq: int = 0
 
 
 def _block_summary(ask, node) -> tuple[int, int, int, int]:
@@ -331,6 +337,7 @@ class DecisionLog:
         self._wake = threading.Event()
         self._stopping = self._closed = False
         self._last_flush = time.monotonic()
+        self._decisions = 0  # handed to the log (dropped ones included: `after_decision` counts decisions made)
         self._by_assignment: OrderedDict = OrderedDict()
         self._by_container: OrderedDict = OrderedDict()
         self._thread = None
@@ -355,9 +362,12 @@ class DecisionLog:
             policy.model_checksum, latency_s * 1e6))
 
     def events(self, events: Iterable[Event]) -> bool:
-        return self._put("report", (int(time.time() * 1000), list(events)))
+        return self._put("report", (int(time.time() * 1000), self._decisions, list(events)))
 
     def _put(self, kind: str, item) -> bool:
+        if kind == "decision":
+            self._decisions += 1
+            item.seq = self._decisions
         if not self.threaded:
             if self._closed:
                 return self._drop(kind)
@@ -392,10 +402,14 @@ class DecisionLog:
                         self._remember(self._by_assignment, (node, a.ask_id), item.decision_id)
                 else:
                     row = route_row(item)
+                row["writer"], row["seq"] = self.stem, item.seq
                 self._rows["decisions"].append(row)
             else:
-                t, events = item
-                self._rows["events"].extend(event_row(t, ev, self._infer(ev)) for ev in events)
+                t, after, events = item
+                for ev in events:
+                    row = event_row(t, ev, self._infer(ev))
+                    row["writer"], row["after_decision"] = self.stem, after
+                    self._rows["events"].append(row)
         except Exception:  # a row that cannot be built is logged and counted, never raised into a decision
             self.errors += 1
             log.exception("decision log: cannot build a %s row", kind)
