@@ -174,6 +174,8 @@ def cmd_train(args) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {args.out} is a file; it names the directory for checkpoints and the model")
     options = parse_options(args.set)
+    if args.from_log is not None or args.compare_model is not None:
+        return _train_from_log(args, out, options)
     scenario = _scenario(args)
     try:
         result = train(args.algo, scenario, episodes=args.episodes, seed=args.seed, out=args.out,
@@ -226,6 +228,36 @@ def cmd_replay(args) -> int:
     if not args.json:
         print(format_replay(result))
     print(json.dumps(result) if args.json else "", end="\n" if args.json else "")
+    return 0
+
+
+def _train_from_log(args, out: Path, options: dict) -> int:
+    from policy_engine.decision_log import DecisionLogError
+
+    if args.from_log is None:
+        raise UsageError("--compare-model needs --from-log DIR")
+    if args.algo != "clqlmrs":
+        raise UsageError(f"--from-log learns CLQLMRS's table (--algo clqlmrs), not {args.algo!r}")
+    if args.resume:
+        raise UsageError("--from-log trains from scratch: --resume is for online training")
+    if not Path(args.from_log).is_dir():
+        raise UsageError(f"--from-log {args.from_log} is not a directory (the DIR given to --decision-log)")
+    if args.compare_model is not None:
+        existing_file(args.compare_model)
+    from emulator.learners.clqlmrs_log import train_clqlmrs_from_log
+
+    scenario = _scenario(args)
+    try:
+        result = train_clqlmrs_from_log(scenario, args.from_log, args.episodes, args.seed, out,
+                                        progress=not args.no_progress, options=options,
+                                        compare_model=args.compare_model)
+    except OptionError as e:
+        raise UsageError(str(e)) from None
+    except (DecisionLogError, ValueError) as e:
+        raise CommandFailed(str(e)) from None
+    except OSError as e:
+        raise CommandFailed(f"cannot write the run to --out {args.out}: {e.strerror or e}") from None
+    print(json.dumps(result))
     return 0
 
 
@@ -282,6 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, help="output directory: checkpoints, learning curve, model artifact")
     t.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="hyper-parameter override, repeatable")
+    t.add_argument("--from-log", metavar="DIR",
+                   help="clqlmrs: learn by SARSA over the transitions of a decision log instead of online "
+                        "(--episodes: passes over the log, default 10; the scenario evaluates the table)")
+    t.add_argument("--compare-model", metavar="PATH",
+                   help="with --from-log: compare the learned table with this one (e.g. online-learned)")
     t.set_defaults(fn=cmd_train)
 
     rp = sub.add_parser("replay", help="decide a decision log's observations again with other policies",

@@ -537,6 +537,10 @@ def _read(directory: str | os.PathLike, table: str, schema: pa.Schema) -> pa.Tab
         if int(version) != SCHEMA_VERSION:
             raise DecisionLogError(f"decision log file {p}: schema version {version.decode()}, this reader knows "
                                    f"{SCHEMA_VERSION}")
+        missing = [n for n in schema.names if n not in t.schema.names]
+        if missing:
+            raise DecisionLogError(f"decision log file {p}: column {missing[0]!r} missing (schema version "
+                                   f"{SCHEMA_VERSION} has {', '.join(schema.names)})")
         parts.append(t.select(schema.names).cast(schema))
     return pa.concat_tables(parts)
 

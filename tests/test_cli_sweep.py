@@ -468,6 +468,17 @@ def decision_log_cases() -> list[Case]:
         Case("emulator", [*replay, "{tmp}", "--policies", "fifo", "--limit", "0"], 2, ("--limit must be",),
              id="replay-limit-zero"),
         Case("emulator", ["replay", "--policies", "fifo"], 2, ("required: --log",), id="replay-without-log"),
+        Case("emulator", ["train", "--scenario", "locality-wordcount", "--algo", "clqlmrs", "--out", "{tmp}/fl",
+                          "--from-log", "{tmp}/no-such-log"], 2, ("--from-log .* is not a directory",),
+             id="train-from-log-missing"),
+        Case("emulator", ["train", "--scenario", "locality-wordcount", "--algo", "clqlmrs", "--out", "{tmp}/fl",
+                          "--from-log", "{tmp}", "--resume"], 2, ("--resume is for online",),
+             id="train-from-log-resume"),
+        Case("emulator", ["train", "--scenario", "locality-wordcount", "--algo", "clqlmrs", "--out", "{tmp}/fl",
+                          "--from-log", "{tmp}", "--compare-model", "{missing}"], 2, ("no-such-model",),
+             id="train-from-log-compare-missing"),
+        Case("emulator", ["train", "--scenario", "locality-wordcount", "--algo", "clqlmrs", "--out", "{tmp}/fl",
+                          "--from-log", "{tmp}"], 1, ("no decisions-.*parquet",), id="train-from-log-empty"),
     ]
 
 
