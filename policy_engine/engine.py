@@ -180,7 +180,7 @@ class EngineMetrics:
     """Prometheus metrics of one engine, in their own registry (several engines can live in one process)."""
 
     def __init__(self):
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = CollectorRegistry()
         self.decisions = Counter("yarnrl_decisions", "Decisions made", ["rpc", "policy"], registry=self.registry)
@@ -199,8 +199,10 @@ class EngineMetrics:
         self.reports = Counter("yarnrl_report_events", "Feedback events received", ["kind"], registry=self.registry)
         self.learner_dropped = Counter("yarnrl_learner_dropped", "Decisions and Report batches the online learner "
                                        "could not take (its queue was full)", ["kind"], registry=self.registry)
-        self.learner_errors = Counter("yarnrl_learner_errors", "Learner failures (logged, never fatal)",
-                                      registry=self.registry)
+        self.learner_errors = Gauge("yarnrl_learner_errors", "Learner failures so far (logged, never fatal)",
+                                    registry=self.registry)
+        self.learner_queue = Gauge("yarnrl_learner_queue", "Decisions and Report batches waiting for the learner",
+                                   registry=self.registry)
         self.decision_log_dropped = Counter(
             "yarnrl_decision_log_dropped", "Decisions and Report batches the decision log could not take (its "
             "queue was full: the disk or the writer is behind)", ["kind"], registry=self.registry)
@@ -293,43 +295,18 @@ class Engine:
             # learner then runs in the caller's thread even behind the server (updates only, no I/O).
             threaded = self._learning_mode == "thread" and not getattr(self.policy, "learns_inline", False)
             self.learning = LearningLoop(learner, self._queue_capacity, threaded=threaded, on_drop=self._count_drop)
+            self.bind_metrics()
         return learner
 
-    def attach_decision_log(self, directory, rotate_mb: float | None = None, threaded: bool | None = None,
-                            **options):
-        """Log every decision made through schedule_logged / route_logged, and every Report event, to Parquet in
-        `directory` (policy_engine.decision_log). `threaded` defaults to the learning mode: a writer thread behind
-        a bounded queue for the server, inline (deterministic) for in-process runs."""
-        from policy_engine.decision_log import DEFAULT_ROTATE_MB, DecisionLog
-
-        if threaded is None:
-            threaded = self._learning_mode == "thread"
-        self.decision_log = DecisionLog(directory, rotate_mb=rotate_mb or DEFAULT_ROTATE_MB, threaded=threaded,
-                                        on_drop=self._count_log_drop, **options)
-        return self.decision_log
-
-    def _count_log_drop(self, kind: str) -> None:
-        if self.metrics is not None:
-            self.metrics.decision_log_dropped.labels(kind).inc()
-
-    def schedule_logged(self, obs: ScheduleObservation) -> tuple[ScheduleDecision, str]:
-        """schedule(), numbered, and logged when a decision log is attached (never blocks on it)."""
-        t0 = time.perf_counter()
-        decision = self.schedule(obs)
-        decision_id = self.state.next_decision_id()
-        dlog = self.decision_log
-        if dlog is not None:
-            dlog.schedule(obs, decision, decision_id, self.policy, time.perf_counter() - t0)
-        return decision, decision_id
-
-    def route_logged(self, obs: RouteObservation) -> tuple[RouteDecision, str]:
-        t0 = time.perf_counter()
-        decision = self.route(obs)
-        decision_id = self.state.next_decision_id()
-        dlog = self.decision_log
-        if dlog is not None:
-            dlog.route(obs, decision, decision_id, self.policy, time.perf_counter() - t0)
-        return decision, decision_id
+    def bind_metrics(self) -> None:
+        """Expose the learner's error count and queue length as gauges (read when Prometheus scrapes)."""
+        if self.metrics is not None and self.learning is not None:
+            learning = self.learning
+            self.metrics.learner_errors.set_function(lambda: learning.learner.errors)
+            self.metrics.learner_queue.set_function(learning.pending)
+        self.decision_log_dropped = Counter(
+            "yarnrl_decision_log_dropped", "Decisions and Report batches the decision log could not take (its "
+            "queue was full: the disk or the writer is behind)", ["kind"], registry=self.registry)
 
     def _count_drop(self, kind: str) -> None:
         if self.metrics is not None:
@@ -342,8 +319,6 @@ class Engine:
             self.decision_log.close()
         if self.learning is not None:
             self.learning.close()
-            if self.metrics is not None and self.learner.errors:
-                self.metrics.learner_errors.inc(self.learner.errors)
 
     def route(self, obs: RouteObservation) -> RouteDecision:
         if ROUTE not in self.policy.capabilities:
