@@ -556,13 +556,11 @@ def read_events(directory: str | os.PathLike) -> pa.Table:
 
 def decode_observation(row: dict):
     """The logged observation of one decision row, as the policy saw it (scheduling opportunities included)."""
-    from policy_engine.codec import decode_route, decode_schedule
-    from policy_engine.proto import pb
+    from policy_engine.codec import decode_route_bytes, decode_schedule_bytes
 
     if row["rpc"] == "schedule":
-        obs = decode_schedule(pb.ScheduleRequest.FromString(row["observation"]))
+        obs = decode_schedule_bytes(row["observation"])
         for ask, logged in zip(obs.asks, row["asks"] or []):
             ask.scheduling_opportunities = logged["scheduling_opportunities"]
         return obs
-    obs = decode_route(pb.RouteRequest.FromString(row["observation"]))
-    return obs
+    return decode_route_bytes(row["observation"])

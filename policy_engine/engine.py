@@ -304,9 +304,42 @@ class Engine:
             learning = self.learning
             self.metrics.learner_errors.set_function(lambda: learning.learner.errors)
             self.metrics.learner_queue.set_function(learning.pending)
-        self.decision_log_dropped = Counter(
-            "yarnrl_decision_log_dropped", "Decisions and Report batches the decision log could not take (its "
-            "queue was full: the disk or the writer is behind)", ["kind"], registry=self.registry)
+
+    def attach_decision_log(self, directory, rotate_mb: float | None = None, threaded: bool | None = None,
+                            **options):
+        """Log every decision made through schedule_logged / route_logged, and every Report event, to Parquet in
+        `directory` (policy_engine.decision_log). `threaded` defaults to the learning mode: a writer thread behind
+        a bounded queue for the server, inline (deterministic) for in-process runs."""
+        from policy_engine.decision_log import DEFAULT_ROTATE_MB, DecisionLog
+
+        if threaded is None:
+            threaded = self._learning_mode == "thread"
+        self.decision_log = DecisionLog(directory, rotate_mb=rotate_mb or DEFAULT_ROTATE_MB, threaded=threaded,
+                                        on_drop=self._count_log_drop, **options)
+        return self.decision_log
+
+    def _count_log_drop(self, kind: str) -> None:
+        if self.metrics is not None:
+            self.metrics.decision_log_dropped.labels(kind).inc()
+
+    def schedule_logged(self, obs: ScheduleObservation) -> tuple[ScheduleDecision, str]:
+        """schedule(), numbered, and logged when a decision log is attached (never blocks on it)."""
+        t0 = time.perf_counter()
+        decision = self.schedule(obs)
+        decision_id = self.state.next_decision_id()
+        dlog = self.decision_log
+        if dlog is not None:
+            dlog.schedule(obs, decision, decision_id, self.policy, time.perf_counter() - t0)
+        return decision, decision_id
+
+    def route_logged(self, obs: RouteObservation) -> tuple[RouteDecision, str]:
+        t0 = time.perf_counter()
+        decision = self.route(obs)
+        decision_id = self.state.next_decision_id()
+        dlog = self.decision_log
+        if dlog is not None:
+            dlog.route(obs, decision, decision_id, self.policy, time.perf_counter() - t0)
+        return decision, decision_id
 
     def _count_drop(self, kind: str) -> None:
         if self.metrics is not None:

@@ -37,12 +37,11 @@ from policy_engine.clqlmrs.encoding import (
 )
 from policy_engine.clqlmrs.learner import ClqlmrsLearner
 from policy_engine.clqlmrs.policy import ClqlmrsPolicy
-from policy_engine.codec import decode_event
+from policy_engine.codec import decode_event_bytes
 from policy_engine.decision_log import decode_observation, read_decisions, read_events
 from policy_engine.locality import AskOnNode
 from policy_engine.policies.fifo import fifo_order
 from policy_engine.policy import OptionError
-from policy_engine.proto import pb
 
 
 def logged_steps(policy: ClqlmrsPolicy, obs, assigned: dict[str, int]) -> list[Step]:
@@ -125,7 +124,7 @@ def train_clqlmrs_from_log(scenario: Scenario, log: str | Path, episodes: int | 
                 k = 0
                 for row in rows:
                     while k < len(evs) and evs[k]["after_decision"] < row["seq"]:
-                        learner.on_event(decode_event(pb.Event.FromString(evs[k]["event"])))
+                        learner.on_event(decode_event_bytes(evs[k]["event"]))
                         k += 1
                     assigned: dict[str, int] = defaultdict(int)
                     for a in row["assignments"] or []:
@@ -134,7 +133,7 @@ def train_clqlmrs_from_log(scenario: Scenario, log: str | Path, episodes: int | 
                     transitions += len(steps)
                     learner.on_decision(steps)
                 for ev in evs[k:]:
-                    learner.on_event(decode_event(pb.Event.FromString(ev["event"])))
+                    learner.on_event(decode_event_bytes(ev["event"]))
                 learner.end_of_run()
             rewards = list(learner.finished_rewards)
             learner.finished_rewards.clear()
