@@ -169,6 +169,7 @@ class _Snapshot:
     latency_us: float
     opportunities: tuple[int, ...] = ()
     seq: int = 0
+    raw: bytes | None = None  # the request as it arrived, when it is exactly what the policy saw
 
 
 def _block_summary(ask, node) -> tuple[int, int, int, int]:
@@ -216,7 +217,8 @@ def schedule_row(s: _Snapshot) -> dict:
         "assignments": [{"ask_id": a.ask_id, "count": a.count, "locality": int(a.locality)}
                         for a in decision.assignments],
         "containers": sum(a.count for a in decision.assignments),
-        "observation": encode_schedule(obs).SerializeToString(),
+        # the server hands over the request bytes it received: re-encoding costs ~10x the rest of the row
+        "observation": s.raw if s.raw is not None else encode_schedule(obs).SerializeToString(),
     }
 
 
@@ -348,12 +350,13 @@ class DecisionLog:
     # ------------------------------------------------------------ producer side (the decision path; never blocks)
 
     def schedule(self, obs: ScheduleObservation, decision: ScheduleDecision, decision_id: str, policy,
-                 latency_s: float) -> bool:
+                 latency_s: float, raw: bytes | None = None) -> bool:
         """Log one Schedule decision; False when it was dropped. The asks' scheduling opportunities are copied
-        now: the engine updates them in place on the next heartbeat."""
+        now: the engine updates them in place on the next heartbeat. `raw`: the serialized request, when the
+        observation is exactly its decoding (nothing annotated)."""
         return self._put("decision", _Snapshot(
             int(time.time() * 1000), obs, decision, decision_id, policy.name, policy.model_version,
-            policy.model_checksum, latency_s * 1e6, tuple(a.scheduling_opportunities for a in obs.asks)))
+            policy.model_checksum, latency_s * 1e6, tuple(a.scheduling_opportunities for a in obs.asks), raw=raw))
 
     def route(self, obs: RouteObservation, decision: RouteDecision, decision_id: str, policy,
               latency_s: float) -> bool:

@@ -322,14 +322,16 @@ class Engine:
         if self.metrics is not None:
             self.metrics.decision_log_dropped.labels(kind).inc()
 
-    def schedule_logged(self, obs: ScheduleObservation) -> tuple[ScheduleDecision, str]:
-        """schedule(), numbered, and logged when a decision log is attached (never blocks on it)."""
+    def schedule_logged(self, obs: ScheduleObservation, raw: bytes | None = None) -> tuple[ScheduleDecision, str]:
+        """schedule(), numbered, and logged when a decision log is attached (never blocks on it). `raw`: the
+        serialized request `obs` was decoded from, logged as it is unless annotators edit the observation."""
         t0 = time.perf_counter()
         decision = self.schedule(obs)
         decision_id = self.state.next_decision_id()
         dlog = self.decision_log
         if dlog is not None:
-            dlog.schedule(obs, decision, decision_id, self.policy, time.perf_counter() - t0)
+            dlog.schedule(obs, decision, decision_id, self.policy, time.perf_counter() - t0,
+                          raw=None if self.annotators else raw)
         return decision, decision_id
 
     def route_logged(self, obs: RouteObservation) -> tuple[RouteDecision, str]:

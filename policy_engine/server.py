@@ -62,11 +62,11 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         caching ScheduleDecoder unless annotators (HDFS block locations) edit the observations."""
         if self.engine.annotators:
             return self._schedule(decode_schedule(parse_schedule_request(data)))
-        return self._schedule(self._decoder.decode(data))
+        return self._schedule(self._decoder.decode(data), data)
 
-    def _schedule(self, obs) -> pb.ScheduleResponse:
+    def _schedule(self, obs, raw: bytes | None = None) -> pb.ScheduleResponse:
         engine, policy = self.engine, self.engine.policy
-        decision, decision_id = engine.schedule_logged(obs)
+        decision, decision_id = engine.schedule_logged(obs, raw)
         return encode_schedule_decision(decision, obs.request_id, decision_id, policy.name, policy.model_version)
 
     def route_message(self, req: pb.RouteRequest) -> pb.RouteResponse:
