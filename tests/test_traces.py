@@ -167,3 +167,50 @@ def test_bad_nodes_files_and_hosts_outside_them(tmp_path, capsys, monkeypatch):
         with pytest.raises(CommandExit) as e:
             emulator.cli.main(argv)
         assert e.value.code == code and re.search(message, str(e.value)) and "\n" not in str(e.value)
+
+
+# ---------------------------------------------------------------- multi-cluster job tables
+
+JOBS_CSV = DATA / "cluster-jobs.csv"
+
+
+def test_job_table_routes_every_job_and_parquet_equals_csv(tmp_path):
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from emulator.multicluster.sim import MultiClusterSim  # noqa: F401  (the family's simulator)
+    from policy_engine.types import JobFinished
+
+    parquet = tmp_path / "jobs.parquet"
+    pq.write_table(pacsv.read_csv(JOBS_CSV), parquet)
+    results = {}
+    for path in (JOBS_CSV, parquet):
+        scenario = get_scenario("multicluster-trace", path=str(path))
+        assert scenario.n_jobs == 40
+        finished = []
+
+        class Recorder(InProcessDriver):
+            def report(self, events):
+                finished.extend(e for e in events if isinstance(e, JobFinished))
+                return super().report(events)
+
+        with Recorder(create("sf-e")) as driver:
+            results[path.suffix] = scenario.run_episode(driver, 0)
+        assert len({e.job_id for e in finished}) == 40  # every job of the table ran to its end
+    assert results[".csv"] == results[".parquet"]
+    with InProcessDriver(create("random")) as driver:
+        rnd = get_scenario("multicluster-trace", path=str(JOBS_CSV)).run_episode(driver, 0)
+    assert rnd["tmdl"] >= results[".csv"]["tmdl"]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("submit_time,executors\n1,5\n", "column 'duration' missing"),
+    ("submit_time,executors,duration\n1,-5,3\n", "row 0: column 'executors' is -5, not a non-negative"),
+    ("submit_time,executors,duration\n1,5,0\n", "row 0: column 'duration' must be at least 1"),
+    ("submit_time,executors,duration,category\n1,5,3,batch\n", "row 0: column 'category' is 'batch'"),
+    ("submit_time,executors,duration\n1,5000,3\n", "requests 5000 executors, more than the largest cluster"),
+])
+def test_bad_job_tables_name_the_column(tmp_path, text, message):
+    path = _write(tmp_path, "jobs.csv", text)
+    with pytest.raises((TraceError, ValueError), match=message):
+        get_scenario("multicluster-trace", path=path)

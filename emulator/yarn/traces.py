@@ -355,3 +355,62 @@ def read_trace(path: str | Path, fmt: str, seed: int = 0, nodes: str | Path | No
                                      f"file {nodes} does not list")
         wl.nodes = listed
     return wl
+
+
+# ---------------------------------------------------------------- multi-cluster job tables (Parquet / CSV)
+
+JOB_TABLE_COLUMNS = ("submit_time", "executors", "duration")          # required
+JOB_TABLE_OPTIONAL = ("deadline", "category", "executions", "period")  # 0 / regular / 1 / 0 by default
+_CATEGORIES = {"regular": 1, "time_critical": 2, "time-critical": 2, "streaming": 3, "1": 1, "2": 2, "3": 3}
+
+
+def read_job_table(path: str | Path) -> dict[str, np.ndarray]:
+    """A cluster trace's job table for the multi-cluster family: one row per job with `submit_time` (steps),
+    `executors` requested, `duration` (steps of one execution), optional `deadline` (steps of one execution, 0 =
+    none), `category` (regular | time_critical | streaming, or 1-3), `executions` and `period` (streaming). CSV
+    or Parquet (by extension). Returns the columns as numpy arrays, rows sorted by submit time."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise TraceError(f"job table {path}: no such file")
+    try:
+        table = pq.read_table(path) if path.suffix.lower() in (".parquet", ".pq") else pacsv.read_csv(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise TraceError(f"job table {path}: not readable as {'Parquet' if path.suffix.lower() in ('.parquet', '.pq') else 'CSV'} ({str(e).splitlines()[0]})") from None
+    if table.num_rows == 0:
+        raise TraceError(f"job table {path}: no rows")
+    out: dict[str, np.ndarray] = {}
+    for name in JOB_TABLE_COLUMNS + JOB_TABLE_OPTIONAL:
+        if name not in table.column_names:
+            if name in JOB_TABLE_COLUMNS:
+                raise TraceError(f"job table {path}: column {name!r} missing (columns: "
+                                 f"{', '.join(JOB_TABLE_COLUMNS)}; optional {', '.join(JOB_TABLE_OPTIONAL)})")
+            continue
+        col = table.column(name)
+        if name == "category":
+            values = []
+            for i, v in enumerate(col.to_pylist()):
+                key = str(v).strip().lower() if v is not None else "regular"
+                if key not in _CATEGORIES:
+                    raise TraceError(f"job table {path}: row {i}: column 'category' is {v!r}, not regular, "
+                                     "time_critical or streaming")
+                values.append(_CATEGORIES[key])
+            out[name] = np.asarray(values, np.int64)
+            continue
+        try:
+            arr = np.asarray(col.to_pylist(), dtype=float)
+        except (TypeError, ValueError):
+            raise TraceError(f"job table {path}: column {name!r} is not numeric") from None
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
+        if bad.size:
+            raise TraceError(f"job table {path}: row {int(bad[0])}: column {name!r} is {float(arr[bad[0]]):g}, not a "
+                             "non-negative number")
+        if name in ("executors", "duration", "executions") and (arr < 1).any():
+            i = int(np.flatnonzero(arr < 1)[0])
+            raise TraceError(f"job table {path}: row {i}: column {name!r} must be at least 1, not {arr[i]:g}")
+        out[name] = np.rint(arr).astype(np.int64)
+    order = np.argsort(out["submit_time"], kind="stable")
+    return {k: v[order] for k, v in out.items()}
