@@ -25,9 +25,9 @@ def last_json(capsys) -> dict:
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("fromlog")
     log = root / "log"
-    assert emulator.cli.main(["compare", *SCENARIO, "--policies", "delay,fifo", "--episodes", "3",
+    assert emulator.cli.main(["compare", *SCENARIO, "--policies", "delay,fifo", "--episodes", "2",
                               "--decision-log", str(log), "--json"]) == 0
-    assert emulator.cli.main(["train", *SCENARIO, "--algo", "clqlmrs", "--episodes", "3", "--out",
+    assert emulator.cli.main(["train", *SCENARIO, "--algo", "clqlmrs", "--episodes", "2", "--out",
                               str(root / "online"), "--set", "eval_episodes=1"]) == 0
     return root, log
 
