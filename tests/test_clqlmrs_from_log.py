@@ -25,7 +25,7 @@ def last_json(capsys) -> dict:
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("fromlog")
     log = root / "log"
-    assert emulator.cli.main(["compare", *SCENARIO, "--policies", "delay,fifo", "--episodes", "2",
+    assert emulator.cli.main(["compare", *SCENARIO, "--policies", "delay,fifo", "--episodes", "3",
                               "--decision-log", str(log), "--json"]) == 0
     assert emulator.cli.main(["train", *SCENARIO, "--algo", "clqlmrs", "--episodes", "2", "--out",
                               str(root / "online"), "--set", "eval_episodes=1"]) == 0
