@@ -67,3 +67,19 @@ def test_replay_table(logs, capsys):
     assert emulator.cli.main(["replay", "--log", str(logs[0]), "--policies", "fifo,delay", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "agreement" in out and "containers by locality level" in out and "node_local" in out
+
+
+def test_route_log_is_written_and_replayed(tmp_path, capsys):
+    log = tmp_path / "route"
+    assert emulator.cli.main(["run", "--scenario", "multicluster-uniform", "--param", "jobs=15", "--episodes", "1",
+                              "--policy", "sf-e", "--decision-log", str(log), "--no-progress", "--json"]) == 0
+    capsys.readouterr()
+    t = read_decisions(log)
+    assert t.num_rows == 15 and set(t.column("rpc").to_pylist()) == {"route"}
+    row = t.to_pylist()[0]
+    assert row["jobs"] and row["clusters"] and row["route_cluster_id"] in {c["cluster_id"] for c in row["clusters"]}
+    assert emulator.cli.main(["replay", "--log", str(log), "--policies", "sf-e,lf-e,random", "--no-progress",
+                              "--json"]) == 0
+    r = last_json(capsys)
+    assert r["rpc"] == ["route"] and r["agreement"]["logged~sf-e"] == 1.0
+    assert r["agreement"]["logged~random"] < 1.0 and r["locality"] == {}
