@@ -50,7 +50,7 @@ from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
 from policy_engine.features.deeprm import ImageSpec, render  # noqa: E402
 from policy_engine.policies.deeprm_pg import POLICY_NAME, PolicyNetwork, action_probs  # noqa: E402
-from policy_engine.policy import create  # noqa: E402
+from policy_engine.policy import OptionError, create  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
 MODEL = "model.safetensors"
@@ -100,20 +100,23 @@ class DeepRMPgConfig:
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(options) - fields)
         if unknown:
-            raise ValueError(f"unknown deeprm-pg hyper-parameter(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
+            raise OptionError(f"unknown deeprm-pg hyper-parameter(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
         values = {**options, **{k: v for k, v in overrides.items() if v is not None}}
-        for k, conv in (("hidden", int), ("loads", float), ("baselines", str)):
-            if k in values:
-                v = values[k]
-                if isinstance(v, str):
-                    v = [x for x in v.split(",") if x]
-                elif not isinstance(v, (list, tuple)):
-                    v = [v]
-                values[k] = tuple(conv(x) for x in v)
-        if isinstance(values.get("mask_invalid"), str):
-            values["mask_invalid"] = values["mask_invalid"].lower() in ("1", "true", "yes")
-        cfg = cls(**values)
-        cfg.validate()
+        try:
+            for k, conv in (("hidden", int), ("loads", float), ("baselines", str)):
+                if k in values:
+                    v = values[k]
+                    if isinstance(v, str):
+                        v = [x for x in v.split(",") if x]
+                    elif not isinstance(v, (list, tuple)):
+                        v = [v]
+                    values[k] = tuple(conv(x) for x in v)
+            if isinstance(values.get("mask_invalid"), str):
+                values["mask_invalid"] = values["mask_invalid"].lower() in ("1", "true", "yes")
+            cfg = cls(**values)
+            cfg.validate()
+        except (ValueError, TypeError) as e:  # an out-of-range or mistyped --set
+            raise OptionError(f"deeprm-pg hyper-parameters: {e}") from None
         return cfg
 
     def validate(self) -> None:
@@ -645,4 +648,4 @@ def train_deeprm_pg(scenario: Scenario, episodes: int | None, seed: int, out: Pa
             "first_beat_sjf": trainer.first_beat_sjf, "learning_curve": str(out / CURVE_PNG)}
 
 
-register_algo("deeprm-pg", train_deeprm_pg)
+register_algo("deeprm-pg", train_deeprm_pg, families={"deeprm"})

@@ -141,7 +141,7 @@ def action_probs(logits: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
 
 
 @register(POLICY_NAME, "DeepRM (seed 003): REINFORCE-trained policy network over DeepRM's image, one job at a time",
-          {SCHEDULE}, model="required")
+          {SCHEDULE}, model="required", families={"deeprm"})  # reads DeepRM's job slots
 class DeepRMPgPolicy(Policy):
     name = POLICY_NAME
     capabilities = frozenset({SCHEDULE})
