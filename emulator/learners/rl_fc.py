@@ -145,13 +145,15 @@ def action_values(time_critical: np.ndarray, deploy_time: np.ndarray, finish_tim
 
 
 class ReplayBuffer:
-    """The latest `capacity` decisions (state, action index, value) in preallocated ring arrays."""
+    """The latest `capacity` decisions (state, action index, value) in preallocated ring arrays.
 
-    def __init__(self, capacity: int, state_dim: int):
+    A value is one number, or `value_dim` numbers (RL-LSFC's value components)."""
+
+    def __init__(self, capacity: int, state_dim: int, value_dim: int | None = None):
         self.capacity = capacity
         self.states = np.zeros((capacity, state_dim), dtype=np.float32)
         self.actions = np.zeros(capacity, dtype=np.int64)
-        self.values = np.zeros(capacity, dtype=np.float32)
+        self.values = np.zeros((capacity,) if value_dim is None else (capacity, value_dim), dtype=np.float32)
         self.next = 0   # slot the next decision goes to
         self.size = 0
 
@@ -247,6 +249,7 @@ class ExplorationPolicy(Policy):
 
     name = "rl-fc-explore"
     capabilities = frozenset({ROUTE})
+    job_states = staticmethod(job_states)   # the state of every buffered job (RL-LSFC's learner swaps it)
 
     def __init__(self, cfg: RlFcConfig, rng: np.random.Generator, log: EpisodeLog):
         self.cfg = cfg
@@ -257,7 +260,7 @@ class ExplorationPolicy(Policy):
         self.guide = create(cfg.guide) if cfg.improved_greedy else None
 
     def route(self, obs: RouteObservation) -> RouteDecision:
-        states = job_states(obs)
+        states = self.job_states(obs)
         n_clusters = len(obs.clusters)
         if self.rng.random() < self.eps1:
             if self.guide is None or self.rng.random() < self.cfg.eps2:
