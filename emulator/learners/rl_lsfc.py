@@ -553,6 +553,8 @@ def train_rl_lsfc(scenario: Scenario, episodes: int | None, seed: int, out: Path
     if resume:
         trainer.restore(ckpt)
     trainer.evaluate_baselines()
+    if not trainer.curve:
+        trainer.evaluate()   # the untrained network: where the learning curve starts
     trainer.wall_seconds += time.perf_counter() - started
     bar = common.progress(cfg.episodes, trainer.episode, f"rl-lsfc {scenario.name}", enabled=progress)
     last_eval = trainer.curve[-1] if trainer.curve else None
