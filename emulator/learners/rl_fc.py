@@ -33,7 +33,7 @@ from torch import nn
 
 from emulator.drivers import InProcessDriver
 from emulator.learners import common
-from emulator.multicluster.metrics import eval_app
+from emulator.multicluster.metrics import eval_app, s_log
 from emulator.scenario import Scenario
 from emulator.training import register_algo
 from policy_engine.policy import ROUTE, Policy, create
@@ -47,6 +47,7 @@ BEST_MODEL = "best-model.safetensors"
 CURVE_JSON = "learning-curve.json"
 CURVE_PNG = "learning-curve.png"
 PLOT_EVERY_S = 300.0
+SUMMARY_METRICS = ("tmdl", "ajdr", "ajer", "s_log", "eval_app")
 
 
 @dataclass
@@ -296,6 +297,12 @@ def network_tensors(net) -> dict[str, np.ndarray]:
 
 def _mean_metrics(episodes: list[dict[str, float]]) -> dict[str, float]:
     tmdl = float(np.mean([e["tmdl"] for e in episodes]))
+    if "ajdr" not in episodes[0]:
+        # A seed-002 scenario (RL-FC as the comparator of RL-LSFC's Table 6): it reports AJER and S_log, and
+        # S_log (higher is better) takes Eval_app's place in model selection and the curve.
+        ajer = float(np.mean([e["ajer"] for e in episodes]))
+        score = s_log(tmdl, ajer)
+        return {"tmdl": tmdl, "ajer": ajer, "s_log": score, "eval_app": score}
     ajdr = float(np.mean([e["ajdr"] for e in episodes]))
     # Eq. 9 on the episode means, as the paper's Fig. 4 does.
     return {"tmdl": tmdl, "ajdr": ajdr, "eval_app": eval_app(tmdl, ajdr)}
@@ -594,14 +601,14 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
         trainer.wall_seconds += time.perf_counter() - t0
     final = trainer.curve[-1]
     checksum = trainer.save_model(out / MODEL, network_tensors(trainer.net),
-                                  {k: final[k] for k in ("tmdl", "ajdr", "eval_app")})
+                                  {k: v for k, v in final.items() if k in SUMMARY_METRICS})
     trainer.checkpoint()
     trainer.write_curve()
     return {"algo": "rl-fc", "scenario": scenario.name, "seed": seed, "episodes": trainer.episode,
             "train_seconds": round(trainer.train_seconds, 1), "wall_seconds": round(trainer.wall_seconds, 1),
             "model": str(out / MODEL), "checksum": checksum,
             "best_model": str(out / BEST_MODEL), "best": trainer.best,
-            "final": {k: final[k] for k in ("tmdl", "ajdr", "eval_app")}, "baselines": trainer.baselines,
+            "final": {k: v for k, v in final.items() if k in SUMMARY_METRICS}, "baselines": trainer.baselines,
             "learning_curve": str(out / CURVE_PNG)}
 
 
