@@ -18,11 +18,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlparse
 
-import cachetools
-from hdfs import InsecureClient
-from hdfs.client import _Request
+from policy_engine.extras import require
 
-from policy_engine.types import BlockInfo, ScheduleObservation
+require("hdfs", "cachetools", extra="webhdfs", feature="--webhdfs (HDFS block locations)")
+
+import cachetools  # noqa: E402
+from hdfs import InsecureClient  # noqa: E402
+from hdfs.client import _Request  # noqa: E402
+
+from policy_engine.types import BlockInfo, ScheduleObservation  # noqa: E402
 
 log = logging.getLogger(__name__)
 

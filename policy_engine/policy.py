@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from policy_engine.modules import import_all
+from policy_engine.modules import import_all, unavailable_note
 from policy_engine.types import RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
 
 SCHEDULE = "schedule"
@@ -77,7 +77,8 @@ def spec(name: str) -> PolicySpec:
         return _REGISTRY[name]
     except KeyError:
         valid = ", ".join(sorted(_REGISTRY))
-        raise UnknownPolicy(f"unknown policy {name!r}; registered policies: {valid}") from None
+        raise UnknownPolicy(f"unknown policy {name!r}; registered policies: {valid}"
+                            + unavailable_note("policy_engine.policies")) from None
 
 
 def create(name: str, model: str | Path | None = None, **options: Any) -> Policy:

@@ -28,18 +28,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
-from emulator.drivers import InProcessDriver
-from emulator.learners import common
-from emulator.multicluster.metrics import eval_app, s_log
-from emulator.scenario import Scenario
-from emulator.training import register_algo
-from policy_engine.policy import ROUTE, Policy, create
-from policy_engine.policies.rl_fc import LAYER_NAMES, POLICY_NAME, RlFcPolicy, ValueNetwork, job_states
-from policy_engine.proto import pb
-from policy_engine.types import JobCategory, RouteDecision, RouteObservation
+from policy_engine.extras import require
+
+require("torch", extra="train", feature="RL-FC training (emulator train --algo rl-fc)")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from emulator.drivers import InProcessDriver  # noqa: E402
+from emulator.learners import common  # noqa: E402
+from emulator.multicluster.metrics import eval_app, s_log  # noqa: E402
+from emulator.scenario import Scenario  # noqa: E402
+from emulator.training import register_algo  # noqa: E402
+from policy_engine.policy import ROUTE, Policy, create  # noqa: E402
+from policy_engine.policies.rl_fc import LAYER_NAMES, POLICY_NAME, RlFcPolicy, ValueNetwork, job_states  # noqa: E402
+from policy_engine.proto import pb  # noqa: E402
+from policy_engine.types import JobCategory, RouteDecision, RouteObservation  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
 MODEL = "model.safetensors"

@@ -51,20 +51,32 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
-from emulator.drivers import InProcessDriver
-from emulator.learners import common
-from emulator.learners.rl_fc import ExplorationPolicy, ReplayBuffer, epsilon1
-from emulator.multicluster import metrics
-from emulator.multicluster.sim import MultiClusterSim
-from emulator.scenario import Scenario
-from emulator.training import register_algo
-from policy_engine.features.multicluster import LSFC_SEGMENT, LSFC_SEGMENTS, lsfc_dim, lsfc_split
-from policy_engine.policies.rl_lsfc import HEADS, POLICY_NAME, SCALARIZATION, LsfcNetwork, RlLsfcPolicy, job_states
-from policy_engine.policy import Policy, create
-from policy_engine.types import RouteObservation
+from policy_engine.extras import require
+
+require("torch", extra="train", feature="RL-LSFC training (emulator train --algo rl-lsfc)")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from emulator.drivers import InProcessDriver  # noqa: E402
+from emulator.learners import common  # noqa: E402
+from emulator.learners.rl_fc import ExplorationPolicy, ReplayBuffer, epsilon1  # noqa: E402
+from emulator.multicluster import metrics  # noqa: E402
+from emulator.multicluster.sim import MultiClusterSim  # noqa: E402
+from emulator.scenario import Scenario  # noqa: E402
+from emulator.training import register_algo  # noqa: E402
+from policy_engine.features.multicluster import LSFC_SEGMENT, LSFC_SEGMENTS, lsfc_dim, lsfc_split  # noqa: E402
+from policy_engine.policies.rl_lsfc import (  # noqa: E402
+    HEADS,
+    POLICY_NAME,
+    SCALARIZATION,
+    LsfcNetwork,
+    RlLsfcPolicy,
+    job_states,
+)
+from policy_engine.policy import Policy, create  # noqa: E402
+from policy_engine.types import RouteObservation  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
 MODEL = "model.safetensors"
