@@ -13,13 +13,17 @@ from typing import Iterable
 
 from policy_engine.engine import Engine
 from policy_engine.policy import Policy, create
-from policy_engine.proto import pb
-from policy_engine.types import RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
+from policy_engine.types import Event, RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
+
+
+class EngineMismatch(ValueError):
+    """The engine at --remote answers, but serves another policy than the one asked for."""
 
 
 class Driver:
     mode = "abstract"
     policy_name = ""
+    capabilities: frozenset[str] = frozenset()   # the served policy's (GetInfo's capabilities over gRPC)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         raise NotImplementedError
@@ -27,7 +31,7 @@ class Driver:
     def route(self, obs: RouteObservation) -> RouteDecision:
         raise NotImplementedError
 
-    def report(self, events: Iterable[pb.Event]) -> int:
+    def report(self, events: Iterable[Event]) -> int:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -44,13 +48,16 @@ class InProcessDriver(Driver):
     mode = "in-process"
 
     def __init__(self, policy: Policy):
-        self.engine = Engine(policy)
-        self.engine.attach_learner()  # as `policy-engine serve` does, so both modes learn alike
+        # The learner runs inline here (offline training, deterministic runs); `policy-engine serve` runs it in its
+        # own thread. Both publish what they learned after each Report, so both modes decide alike.
+        self.engine = Engine(policy, learning="inline")
+        self.engine.attach_learner()
         self.policy_name = policy.name
+        self.capabilities = frozenset(policy.capabilities)
         self.schedule = self.engine.schedule  # bound directly: the hot path of every emulator step
         self.route = self.engine.route
 
-    def report(self, events: Iterable[pb.Event]) -> int:
+    def report(self, events: Iterable[Event]) -> int:
         return self.engine.report(events)
 
     def close(self) -> None:
@@ -60,21 +67,24 @@ class InProcessDriver(Driver):
 class RemoteDriver(Driver):
     mode = "remote"
 
-    def __init__(self, target: str, timeout: float = 5.0, expect_policy: str | None = None, process=None):
+    def __init__(self, target: str, timeout: float = 5.0, expect_policy: str | None = None, process=None,
+                 connect_timeout: float = 30.0):
+        """`timeout`: deadline of every call; `connect_timeout`: how long to wait for the engine to be SERVING."""
         from policy_engine.client import PolicyEngineClient
 
         self.client = PolicyEngineClient(target, timeout=timeout)
         self._process = process
         try:
-            self.client.wait_ready(30)
+            self.client.wait_ready(connect_timeout)
             info = self.client.info()
         except Exception:
             self.close()
             raise
         if expect_policy is not None and info.policy != expect_policy:
             self.close()
-            raise ValueError(f"the engine at {target} serves policy {info.policy!r}, not {expect_policy!r}")
+            raise EngineMismatch(f"the engine at {target} serves policy {info.policy!r}, not {expect_policy!r}")
         self.policy_name = info.policy
+        self.capabilities = frozenset(info.capabilities)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         return self.client.schedule_obs(obs)
@@ -82,9 +92,9 @@ class RemoteDriver(Driver):
     def route(self, obs: RouteObservation) -> RouteDecision:
         return self.client.route_obs(obs)
 
-    def report(self, events: Iterable[pb.Event]) -> int:
+    def report(self, events: Iterable[Event]) -> int:
         events = list(events)
-        return self.client.report(events) if events else 0
+        return self.client.report_events(events) if events else 0
 
     def close(self) -> None:
         self.client.close()
@@ -98,8 +108,9 @@ class RemoteDriver(Driver):
 
 
 def make_driver(policy: str, model: str | None = None, remote: str | None = None,
-                options: dict | None = None) -> Driver:
-    """remote=None: in-process; remote="spawn": start a `policy-engine serve` child; else HOST:PORT of one."""
+                options: dict | None = None, timeout: float = 5.0) -> Driver:
+    """remote=None: in-process; remote="spawn": start a `policy-engine serve` child; else HOST:PORT of one, which
+    must be SERVING within `timeout` seconds (also every call's deadline)."""
     options = options or {}
     if remote is None:
         return InProcessDriver(create(policy, model=model, **options))
@@ -109,5 +120,5 @@ def make_driver(policy: str, model: str | None = None, remote: str | None = None
         extra = (["--model", str(model)] if model else []) + [
             arg for k, v in options.items() for arg in ("--set", f"{k}={v if isinstance(v, str) else json.dumps(v)}")]
         proc, target = start_engine_subprocess(policy, extra)
-        return RemoteDriver(target, expect_policy=policy, process=proc)
-    return RemoteDriver(remote, expect_policy=policy)
+        return RemoteDriver(target, timeout=timeout, expect_policy=policy, process=proc)
+    return RemoteDriver(remote, timeout=timeout, expect_policy=policy, connect_timeout=timeout)

@@ -14,12 +14,22 @@ from typing import AsyncIterable, Iterable, Iterator
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from policy_engine.codec import decode_route_decision, decode_schedule_decision, encode_route, encode_schedule
+from policy_engine.codec import (
+    decode_route_decision,
+    decode_schedule_decision,
+    encode_event,
+    encode_route,
+    encode_schedule,
+)
 from policy_engine.proto import SERVICE_NAME, pb, pb_grpc
-from policy_engine.types import RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
+from policy_engine.types import Event, RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
 
 DEFAULT_TIMEOUT_S = 1.0
 _OPTIONS = [("grpc.max_receive_message_length", 16 << 20), ("grpc.max_send_message_length", 16 << 20)]
+
+
+class EngineUnavailable(TimeoutError):
+    """No policy engine answered at the address in time (nothing listening, another protocol, not SERVING)."""
 
 
 class PolicyEngineClient:
@@ -75,6 +85,10 @@ class PolicyEngineClient:
     def route_obs(self, obs: RouteObservation, timeout: float | None = None) -> RouteDecision:
         return decode_route_decision(self.route(encode_route(obs), timeout))
 
+    def report_events(self, events: Iterable[Event], timeout: float | None = None) -> int:
+        """Report event dataclasses (policy_engine.types); returns how many the engine accepted."""
+        return self.report([encode_event(e) for e in events], timeout)
+
     # ------------------------------------------------------------ health
 
     def health(self, service: str = SERVICE_NAME, timeout: float | None = None) -> str:
@@ -82,7 +96,7 @@ class PolicyEngineClient:
         return health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        """Block until the engine reports SERVING; raise TimeoutError with the last failure otherwise."""
+        """Block until the engine reports SERVING; raise EngineUnavailable (a TimeoutError) with the last failure."""
         deadline = time.monotonic() + timeout
         last: Exception | str = "no answer"
         while time.monotonic() < deadline:
@@ -94,7 +108,8 @@ class PolicyEngineClient:
             except grpc.RpcError as e:
                 last = f"{e.code().name}: {e.details()}"
             time.sleep(0.05)
-        raise TimeoutError(f"policy engine at {self.target} not SERVING after {timeout:.0f}s ({last})")
+        raise EngineUnavailable(f"no policy engine serving at {self.target} after {timeout:g}s ({last}); is "
+                                f"`policy-engine serve` running there?")
 
 
 class AsyncPolicyEngineClient:

@@ -75,7 +75,7 @@ from policy_engine.policies.rl_lsfc import (  # noqa: E402
     RlLsfcPolicy,
     job_states,
 )
-from policy_engine.policy import Policy, create  # noqa: E402
+from policy_engine.policy import OptionError, Policy, create  # noqa: E402
 from policy_engine.types import RouteObservation  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
@@ -140,16 +140,25 @@ class RlLsfcConfig:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(options) - set(fields))
         if unknown:
-            raise ValueError(f"unknown rl-lsfc hyper-parameter(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
+            raise OptionError(f"unknown rl-lsfc hyper-parameter(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
         values = {**options, **{k: v for k, v in overrides.items() if v is not None}}
-        for k in ("weights", "baselines"):
-            if k in values:
-                v = values[k]
-                if isinstance(v, str):
-                    v = [x for x in v.strip("[]()").split(",") if x]
-                values[k] = tuple(float(x) for x in v) if k == "weights" else tuple(v)
-        cfg = cls(**values)
-        cfg.validate()
+        try:
+            for k in ("weights", "baselines"):
+                if k in values:
+                    v = values[k]
+                    if isinstance(v, str):
+                        v = [x for x in v.strip("[]()").split(",") if x]
+                    v = v if isinstance(v, (list, tuple)) else [v]
+                    values[k] = tuple(float(x) for x in v) if k == "weights" else tuple(v)
+            for k, v in values.items():  # numbers where the defaults are numbers (a --set typo is not a crash later)
+                default = fields[k].default
+                if isinstance(default, (int, float)) and not isinstance(default, bool) and (
+                        isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+                    raise ValueError(f"{k} takes a finite number (default {default}), not {v!r}")
+            cfg = cls(**values)
+            cfg.validate()
+        except (ValueError, TypeError) as e:
+            raise OptionError(f"rl-lsfc hyper-parameters: {e}") from None
         return cfg
 
     def validate(self) -> None:
@@ -607,4 +616,4 @@ def train_rl_lsfc(scenario: Scenario, episodes: int | None, seed: int, out: Path
             "learning_curve": str(out / CURVE_PNG)}
 
 
-register_algo("rl-lsfc", train_rl_lsfc)
+register_algo("rl-lsfc", train_rl_lsfc, families={"multicluster"})

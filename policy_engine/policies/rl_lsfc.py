@@ -139,7 +139,7 @@ class LsfcNetwork:
 
 
 @register(POLICY_NAME, "RL-LSFC (ICPP 2020): LSTM over segmented occupation + three value heads, best buffered "
-                       "job to best cluster", {ROUTE}, model="required")
+                       "job to best cluster", {ROUTE}, model="required", families={"multicluster"})
 class RlLsfcPolicy(Policy):
     name = POLICY_NAME
     capabilities = frozenset({ROUTE})
