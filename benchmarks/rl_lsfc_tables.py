@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from emulator.evaluate import run_policy  # noqa: E402
+from emulator.learners.common import write_json  # noqa: E402
 from emulator.multicluster.metrics import fsn_002, ratio  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402
 from policy_engine.artifact import load_artifact  # noqa: E402
@@ -89,20 +90,27 @@ def reaches(ours: dict, our_maf: dict, paper: tuple, paper_maf: tuple) -> dict:
     return out
 
 
-def run_row(key: str, models: dict[str, Path], episodes: int, seed: int, progress: bool,
-            cache: dict[tuple, list[dict]]) -> dict:
+def run_row(key: str, models: dict[str, Path], checksums: dict[str, str], episodes: int, seed: int,
+            progress: bool, cache_dir: Path) -> dict:
+    """One table row. Each policy's episodes are kept in `cache_dir`, keyed by scenario, parameters, policy, model
+    checksum, seed and episode count: a rerun (another table sharing the row, several runs in parallel, a new model
+    for one column) plays only what it has not played yet."""
     table, scenario_name, params, policies = ROWS[key]
     policies = tuple(p for p in policies if p == "maf" or p in models)   # Table 6 without a model it lacks
     scenario = get_scenario(scenario_name, **params)
     per_episode, seconds = {}, {}
     for pol in policies:
-        cache_key = (scenario_name, tuple(sorted(params.items())), pol)
-        if cache_key not in cache:
-            t0 = time.perf_counter()
-            model = str(models[pol]) if pol in models else None
-            cache[cache_key] = run_policy(scenario, SERVED_BY[pol], episodes, seed, model=model, progress=progress)
-            seconds[pol] = round(time.perf_counter() - t0, 1)
-        per_episode[pol] = cache[cache_key]
+        tag = "-".join(f"{k}{v}" for k, v in sorted(params.items())) or "default"
+        cached = cache_dir / (f"{scenario_name}-{tag}-{SERVED_BY[pol]}-{checksums.get(pol, 'rule')[:16]}-s{seed}-"
+                              f"n{episodes}.json")
+        if cached.exists():
+            per_episode[pol] = json.loads(cached.read_text())
+            continue
+        t0 = time.perf_counter()
+        model = str(models[pol]) if pol in models else None
+        per_episode[pol] = run_policy(scenario, SERVED_BY[pol], episodes, seed, model=model, progress=progress)
+        seconds[pol] = round(time.perf_counter() - t0, 1)
+        write_json(cached, per_episode[pol])
     base = per_episode["maf"]
     rows = {pol: summary(per_episode[pol], None if pol == "maf" else base) for pol in policies}
     verdict = {pol: reaches(rows[pol], rows["maf"], PAPER[key][pol], PAPER[key]["maf"])
@@ -209,10 +217,12 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"RL-LSFC Tables 3-6: {args.episodes} test episodes of 1000 jobs per row, seeds {args.seed}.."
           f"{args.seed + args.episodes - 1}; F/S/N against MAF on the same episodes")
-    results, cache = {}, {}
+    results = {}
+    checksums = {name: info["checksum"] for name, info in model_info.items()}
     for t in tables:
         for key in TABLE_OF[t]:
-            results[key] = run_row(key, models, args.episodes, args.seed, not args.no_progress, cache)
+            results[key] = run_row(key, models, checksums, args.episodes, args.seed, not args.no_progress,
+                                   out / "episodes")
             print_row(key, results[key])
     figures = {}
     for name, keys, title in (("fig7", ["b33"], "Fig. 7: RL-LSFC vs MAF, b = 33"),
