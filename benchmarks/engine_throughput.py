@@ -30,7 +30,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -246,10 +245,10 @@ def write_call_data(requests, directory: Path) -> tuple[Path, Path]:
 
 
 def run_ghz(ghz: str, target: str, method: str, data: Path, protoset: Path, seconds: float, concurrency: int,
-            rps: float | None = None) -> dict:
+            rps: float | None = None, connections: int = 1) -> dict:
     cmd = [ghz, "--insecure", "--protoset", str(protoset), "--call", f"yarnrl.v1.PolicyEngine.{method}",
            "-B", str(data), "-c", str(concurrency), "-z", f"{seconds}s", "--duration-stop=ignore", "--cpus", "1",
-           "--timeout", "10s", "-O", "json", target]
+           "--timeout", "10s", "-O", "json", "--connections", str(min(connections, concurrency)), target]
     if rps:
         cmd += ["--rps", str(int(rps))]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120)
@@ -273,22 +272,40 @@ def ghz_stats(report: dict, decisions_per_call: int = 1) -> dict:
 
 
 class ServerProbe:
-    """The server's own count of decisions (Prometheus) and its CPU time (/proc), read around each run."""
+    """The server's own count of decisions (Prometheus) and its CPU time (/proc), read around each run; with
+    `serve --workers N`, summed over the N processes (metrics on consecutive ports, workers are its children)."""
 
-    def __init__(self, pid: int, metrics_port: int):
-        self.pid, self.url = pid, f"http://127.0.0.1:{metrics_port}/metrics"
+    def __init__(self, pid: int, metrics_port: int, workers: int = 1):
+        self.pid = pid
+        self.urls = [f"http://127.0.0.1:{metrics_port + i}/metrics" for i in range(workers)]
 
     def decisions(self) -> float:
-        text = urllib.request.urlopen(self.url, timeout=10).read().decode()
-        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                   if line.startswith("yarnrl_decisions_total{") and 'rpc="schedule"' in line)
+        total = 0.0
+        for url in self.urls:
+            text = urllib.request.urlopen(url, timeout=10).read().decode()
+            total += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                         if line.startswith("yarnrl_decisions_total{") and 'rpc="schedule"' in line)
+        return total
+
+    def _pids(self) -> list[int]:
+        pids = [self.pid]
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == self.pid:
+                    pids.append(int(stat.parent.name))
+            except (OSError, IndexError, ValueError):
+                continue
+        return pids
 
     def cpu_s(self) -> float:
-        try:
-            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return float("nan")
+        total = 0.0
+        for pid in self._pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, IndexError, ValueError):
+                continue
+        return total
 
     def measure(self, fn):
         d0, c0, t0 = self.decisions(), self.cpu_s(), time.perf_counter()
@@ -350,6 +367,9 @@ def main() -> int:
     p.add_argument("--asks", type=int, default=20, help="pending asks per heartbeat")
     p.add_argument("--load-generator", choices=("ghz", "python"), default="ghz",
                    help="ghz (default; installed with `go install` when missing) or the Python asyncio client")
+    p.add_argument("--workers", type=int, default=1,
+                   help="server processes sharing the port (`serve --workers`; stateless policies only); ghz then "
+                        "opens as many connections as calls in flight, so the kernel can spread them")
     args = p.parse_args()
 
     requests = [heartbeat(i, args.asks) for i in range(STREAM_MESSAGES)]
@@ -358,12 +378,24 @@ def main() -> int:
         print("ghz not available (no Go toolchain?): falling back to the Python load generator", file=sys.stderr)
     generator = f"ghz {ghz_version(ghz)} (--cpus 1)" if ghz else "python grpc.aio (same machine, competes for CPU)"
     metrics_port = free_port()
-    proc, target = start_engine_subprocess(args.policy, ["--metrics-port", str(metrics_port)])
-    probe = ServerProbe(proc.pid, metrics_port)
-    result = {"benchmark": "engine_throughput", "policy": args.policy, "asks_per_heartbeat": args.asks,
+    proc, target = start_engine_subprocess(args.policy, ["--metrics-port", str(metrics_port),
+                                                         "--workers", str(args.workers)])
+    probe = ServerProbe(proc.pid, metrics_port, args.workers)
+    connections = 64 if args.workers > 1 else 1
+    result = {"benchmark": "engine_throughput", "policy": args.policy, "workers": args.workers,
+              "asks_per_heartbeat": args.asks,
               "request_bytes": requests[0].ByteSize(), "seconds_each": args.seconds, "load_generator": generator,
               "cpus": os.cpu_count(), "load_avg_1m_start": round(os.getloadavg()[0], 2)}
     try:
+        deadline = time.monotonic() + 60
+        while True:  # every worker up (each serves its metrics once listening)
+            try:
+                probe.decisions()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         with PolicyEngineClient(target) as c:
             c.wait_ready(30)
             for r in requests * 4:
@@ -373,7 +405,7 @@ def main() -> int:
             if ghz:
                 data, protoset = write_call_data(requests, Path(tmp))
                 g = lambda method, c, rps=None, per=1: (lambda: ghz_stats(  # noqa: E731
-                    run_ghz(ghz, target, method, data, protoset, args.seconds, c, rps), per))
+                    run_ghz(ghz, target, method, data, protoset, args.seconds, c, rps, connections), per))
                 result["saturation"] = {
                     "unary_1": probe.measure(g("Schedule", 1)),
                     "unary_8": probe.measure(g("Schedule", 8)),

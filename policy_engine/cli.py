@@ -108,17 +108,66 @@ def cmd_serve(args) -> int:
     if args.webhdfs is not None:
         import policy_engine.hdfs  # noqa: F401  (fails here, with the extra to install, before anything starts)
     policy = build_policy(args.policy, args.model, parse_options(args.set))
-    check_can_listen(args.host, args.port)
-    if args.metrics_port:
-        check_can_listen(args.host, args.metrics_port)
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, not {args.workers}")
+    workers: list[subprocess.Popen] = []
+    if args.workers > 1:
+        from policy_engine.policy import per_engine_state
+
+        state = per_engine_state(policy)
+        if state:
+            raise UsageError(f"--workers {args.workers}: policy {policy.name!r} keeps state per engine ("
+                             f"{'; '.join(state)}) that would split across processes; serve it with one worker")
+        if args.port == 0:
+            args.port = _free_port(args.host)
+    if not args.reuse_port:  # a worker's port is already taken by its siblings, on purpose
+        check_can_listen(args.host, args.port)
+        if args.metrics_port:
+            check_can_listen(args.host, args.metrics_port)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for i in range(1, args.workers):
+        workers.append(_start_worker(args, i))
     try:
         asyncio.run(serve(policy, host=args.host, port=args.port, metrics_port=args.metrics_port,
-                          grace_s=args.grace, webhdfs=args.webhdfs, webhdfs_ttl_s=args.webhdfs_ttl))
+                          grace_s=args.grace, webhdfs=args.webhdfs, webhdfs_ttl_s=args.webhdfs_ttl,
+                          reuse_port=args.workers > 1 or args.reuse_port))
     except OSError as e:
         raise CommandFailed(f"cannot serve: {e}") from None
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        for w in workers:
+            try:
+                w.wait(timeout=args.grace + 30)
+            except subprocess.TimeoutExpired:
+                w.kill()
     return 0
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _start_worker(args, i: int) -> subprocess.Popen:
+    """Worker i of `serve --workers N`: the same policy on the same port (SO_REUSEPORT), metrics on port + i."""
+    cmd = [sys.executable, "-m", "policy_engine.cli", "serve", "--policy", args.policy, "--host", args.host,
+           "--port", str(args.port), "--grace", str(args.grace), "--reuse-port"]
+    if args.model:
+        cmd += ["--model", args.model]
+    for pair in args.set or []:
+        cmd += ["--set", pair]
+    if args.metrics_port:
+        cmd += ["--metrics-port", str(args.metrics_port + i)]
+    if args.webhdfs:
+        cmd += ["--webhdfs", args.webhdfs, "--webhdfs-ttl", str(args.webhdfs_ttl)]
+    if args.verbose:
+        cmd.append("--verbose")
+    return subprocess.Popen(cmd, preexec_fn=_die_with_parent)
 
 
 def cmd_policies(args) -> int:
@@ -266,6 +315,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "the asks' input paths (application tag yarnrl.input=PATH) read with WebHDFS")
     s.add_argument("--webhdfs-ttl", type=float, default=60.0, metavar="SECONDS",
                    help="how long block locations of one path are reused (default 60)")
+    s.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="serve from N processes sharing the port (SO_REUSEPORT; the kernel spreads connections, not "
+                        "calls, so it helps callers with several connections). Only for policies that keep no "
+                        "state per engine: opportunity counts and online learners would split. Worker i serves "
+                        "metrics on --metrics-port + i (default 1)")
+    s.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set on the workers
     s.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     s.set_defaults(fn=cmd_serve)
 

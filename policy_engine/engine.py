@@ -179,7 +179,7 @@ class EngineMetrics:
     """Prometheus metrics of one engine, in their own registry (several engines can live in one process)."""
 
     def __init__(self):
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = CollectorRegistry()
         self.decisions = Counter("yarnrl_decisions", "Decisions made", ["rpc", "policy"], registry=self.registry)
@@ -198,8 +198,10 @@ class EngineMetrics:
         self.reports = Counter("yarnrl_report_events", "Feedback events received", ["kind"], registry=self.registry)
         self.learner_dropped = Counter("yarnrl_learner_dropped", "Decisions and Report batches the online learner "
                                        "could not take (its queue was full)", ["kind"], registry=self.registry)
-        self.learner_errors = Counter("yarnrl_learner_errors", "Learner failures (logged, never fatal)",
-                                      registry=self.registry)
+        self.learner_errors = Gauge("yarnrl_learner_errors", "Learner failures so far (logged, never fatal)",
+                                    registry=self.registry)
+        self.learner_queue = Gauge("yarnrl_learner_queue", "Decisions and Report batches waiting for the learner",
+                                   registry=self.registry)
         # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
         self._decided: dict[tuple[str, str], Any] = {}
         self._placed: dict[Locality, Any] = {}
@@ -288,7 +290,15 @@ class Engine:
             # learner then runs in the caller's thread even behind the server (updates only, no I/O).
             threaded = self._learning_mode == "thread" and not getattr(self.policy, "learns_inline", False)
             self.learning = LearningLoop(learner, self._queue_capacity, threaded=threaded, on_drop=self._count_drop)
+            self.bind_metrics()
         return learner
+
+    def bind_metrics(self) -> None:
+        """Expose the learner's error count and queue length as gauges (read when Prometheus scrapes)."""
+        if self.metrics is not None and self.learning is not None:
+            learning = self.learning
+            self.metrics.learner_errors.set_function(lambda: learning.learner.errors)
+            self.metrics.learner_queue.set_function(learning.pending)
 
     def _count_drop(self, kind: str) -> None:
         if self.metrics is not None:
@@ -298,8 +308,6 @@ class Engine:
         """Let the learner finish what is queued and persist what it learned (on shutdown)."""
         if self.learning is not None:
             self.learning.close()
-            if self.metrics is not None and self.learner.errors:
-                self.metrics.learner_errors.inc(self.learner.errors)
 
     def route(self, obs: RouteObservation) -> RouteDecision:
         if ROUTE not in self.policy.capabilities:

@@ -205,3 +205,13 @@ def make_learner(policy: Policy):
     for part in attr.split("."):
         factory = getattr(factory, part)
     return factory(policy)
+
+
+def per_engine_state(policy: Policy) -> list[str]:
+    """What this policy keeps per engine (empty for a stateless one): what would split, silently, across several
+    server processes sharing a port."""
+    reasons = [f"the engine keeps {name} for it" for name in sorted(policy.reads)]
+    s = _REGISTRY.get(policy.name)
+    if s is not None and s.learner and ONLINE_LEARNING in policy.capabilities:
+        reasons.append("it learns online")
+    return reasons
