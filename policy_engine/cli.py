@@ -55,7 +55,8 @@ def cmd_serve(args) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         asyncio.run(serve(policy, host=args.host, port=args.port, metrics_port=args.metrics_port,
-                          grace_s=args.grace, webhdfs=args.webhdfs, webhdfs_ttl_s=args.webhdfs_ttl))
+                          grace_s=args.grace, webhdfs=args.webhdfs, webhdfs_ttl_s=args.webhdfs_ttl,
+                          label_locality=args.label_locality))
     except OSError as e:
         raise SystemExit(f"policy-engine: {e}") from None
     return 0
@@ -85,13 +86,15 @@ def cmd_info(args) -> int:
 
     with PolicyEngineClient(args.target, timeout=args.timeout) as client:
         try:
-            info = client.info()
+            info, counters = client.info_counters()
             status = client.health()
         except grpc.RpcError as e:
             raise SystemExit(f"policy-engine: {args.target}: {e.code().name}: {e.details()}") from None
     d = {"target": args.target, "health": status, "protocol_version": info.protocol_version, "policy": info.policy,
          "model_version": info.model_version, "model_checksum": info.model_checksum,
-         "capabilities": list(info.capabilities), "engine_version": info.engine_version}
+         "capabilities": list(info.capabilities), "engine_version": info.engine_version,
+         # asks the policy has seen, and those that carried HDFS block locations (--webhdfs or the caller's own)
+         "asks_total": counters.get("asks_total", 0), "asks_with_blocks": counters.get("asks_with_blocks", 0)}
     if not args.json:
         for k, v in d.items():
             print(f"{k:>16}: {v}")
@@ -184,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="NameNode HTTP address (http://HOST:PORT): attach HDFS block and cached-replica locations of "
                         "the asks' input paths (application tag yarnrl.input=PATH) read with WebHDFS")
     s.add_argument("--webhdfs-ttl", type=float, default=60.0, metavar="SECONDS",
-                   help="how long block locations of one path are reused (default 60)")
+                   help="age after which block locations of one path are refreshed in the background; the old answer "
+                        "is served meanwhile (default 60)")
+    s.add_argument("--no-label-locality", dest="label_locality", action="store_false",
+                   help="with --webhdfs: keep the plugin's locality on ContainerStarted/Finished instead of the "
+                        "engine's read level from the job's blocks (CACHE_LOCAL, rack_cached; policy_engine/labels.py)")
     s.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     s.set_defaults(fn=cmd_serve)
 

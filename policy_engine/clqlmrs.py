@@ -339,17 +339,17 @@ class ClqlmrsLearner:
 
     def _on_event(self, ev: pb.Event) -> None:
         kind = ev.WhichOneof("kind")
-        if kind == "container_started":
-            e = ev.container_started
-            self._outcome(e.container_id, e.application_id, e.node_id, e.locality)
-        elif kind == "container_finished":
-            e = ev.container_finished
-            self._outcome(e.container_id, e.application_id, e.node_id, e.locality)
+        if kind in ("container_started", "container_finished"):
+            e = getattr(ev, kind)
+            # rack_cached, when the sender knows it (the engine's labels on a real cluster), says CRL or DRL;
+            # otherwise the step's own prediction does
+            rack_cached = e.rack_cached if e.HasField("rack_cached") else None
+            self._outcome(e.container_id, e.application_id, e.node_id, e.locality, rack_cached)
         elif kind == "job_finished":
             self._finish(ev.job_finished.job_id)
         self._maybe_save()
 
-    def _outcome(self, container_id: str, app: str, node_id: str, level: int) -> None:
+    def _outcome(self, container_id: str, app: str, node_id: str, level: int, rack_cached: bool | None = None) -> None:
         if container_id:
             if container_id in self._seen_containers:
                 return  # started already counted; the finish of the same container is not a second launch
@@ -364,7 +364,7 @@ class ClqlmrsLearner:
         if not queue:
             return  # a container this policy did not place through a learned step (AM, reduce, fallback)
         tr = queue.popleft()
-        self._settle(tr, state_from_report(level, tr.step.rack_cached))
+        self._settle(tr, state_from_report(level, tr.step.rack_cached if rack_cached is None else rack_cached))
         chain = self._paper_chain if self.policy.encoding.mode == "paper" else self._job(app).chain
         self._advance(chain)
 

@@ -145,6 +145,8 @@ class EngineMetrics:
                                "Containers a policy assigned beyond capacity or count, removed by the engine",
                                registry=self.registry)
         self.reports = Counter("yarnrl_report_events", "Feedback events received", ["kind"], registry=self.registry)
+        self.asks = Counter("yarnrl_asks", "Asks seen by the policy, by whether they carried input block locations",
+                            ["blocks"], registry=self.registry)
 
 
 class Engine:
@@ -156,6 +158,11 @@ class Engine:
         # Called on each observation before the policy sees it, to add what the caller did not send (for example
         # policy_engine.hdfs.BlockLocator.annotate: HDFS block locations of the asks' input paths).
         self.annotators: list[Callable[[ScheduleObservation], None]] = []
+        # Called on each Report event before the listeners (for example policy_engine.labels.LocalityLabeler.label:
+        # the read level of a map container from the job's blocks).
+        self.event_annotators: list[EventListener] = []
+        self.asks_seen = 0
+        self.asks_with_blocks = 0
         # Called with (observation, clipped decision) after every Schedule: online learners pair them with Reports.
         self.decision_listeners: list[DecisionListener] = []
         self.learner = None
@@ -170,6 +177,9 @@ class Engine:
             raise NotImplementedError(f"policy {self.policy.name!r} does not schedule on node heartbeats")
         for annotate in self.annotators:
             annotate(obs)
+        with_blocks = sum(1 for ask in obs.asks if ask.job is not None and ask.job.input_blocks)
+        self.asks_seen += len(obs.asks)
+        self.asks_with_blocks += with_blocks
         self.opportunities.offer(obs)
         decision, cut = clip_schedule(obs, self.policy.schedule(obs))
         self.opportunities.settle(obs, decision)
@@ -180,6 +190,10 @@ class Engine:
                 m.containers.labels(self._locality_labels[a.locality]).inc(a.count)
             if cut:
                 m.clipped.inc(cut)
+            if with_blocks:
+                m.asks.labels("yes").inc(with_blocks)
+            if len(obs.asks) > with_blocks:
+                m.asks.labels("no").inc(len(obs.asks) - with_blocks)
         if cut:
             log.debug("policy %s assigned %d containers beyond what node %s allows; removed", self.policy.name, cut,
                       obs.node.node_id)
@@ -226,6 +240,8 @@ class Engine:
                 self.opportunities.forget_application(ev.job_finished.job_id)
             if self.metrics is not None:
                 self.metrics.reports.labels(kind).inc()
+            for annotate in self.event_annotators:
+                annotate(ev)
             for listener in self.listeners:
                 listener(ev)
             n += 1
