@@ -107,7 +107,7 @@ final class MiniHadoop implements AutoCloseable {
     Configuration hconf = new HdfsConfiguration();
     hconf.setInt(DFSConfigKeys.DFS_REPLICATION_KEY, 2);
     hconf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, 1024 * 1024);
-    hconf.setLong(DFSConfigKeys.DFS_DATANODE_MAX_LOCKED_MEMORY_KEY, 64L * 1024 * 1024);
+    hconf.setLong(DFSConfigKeys.DFS_DATANODE_MAX_LOCKED_MEMORY_KEY, 256L * 1024 * 1024); // no real mlock (NoMlock)
     hconf.setLong(DFSConfigKeys.DFS_NAMENODE_PATH_BASED_CACHE_REFRESH_INTERVAL_MS, 100);
     hconf.setLong(DFSConfigKeys.DFS_CACHEREPORT_INTERVAL_MSEC_KEY, 500);
     hconf.setLong(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 1);
