@@ -28,7 +28,7 @@ import java.util.regex.Pattern;
 final class EngineProcess implements AutoCloseable {
   final int port;
   final int metricsPort;
-  private final String policy;
+  private String policy;
   private final Path log;
   private Process process;
 
@@ -53,6 +53,22 @@ final class EngineProcess implements AutoCloseable {
           + " pass -Dyarnrl.python=PATH)");
     }
     return py;
+  }
+
+  /** The policy the next {@link #start} serves (same address: the scheduler keeps asking it). */
+  synchronized void usePolicy(String policy) {
+    this.policy = policy;
+  }
+
+  /** Stop gracefully (SIGTERM: a learning policy saves its table). */
+  synchronized void stop() throws InterruptedException {
+    if (process != null && process.isAlive()) {
+      process.destroy();
+      if (!process.waitFor(30, TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+      }
+    }
   }
 
   String address() {

@@ -145,7 +145,7 @@ public final class LocalityLab implements AutoCloseable {
   }
 
   /** The data files directly under a directory (not _SUCCESS), sorted by name. */
-  public String[] dataFiles(String dir) throws IOException {
+  public List<String> dataFiles(String dir) throws IOException {
     List<String> out = new ArrayList<>();
     for (FileStatus st : cluster.fs().listStatus(new org.apache.hadoop.fs.Path(dir))) {
       String name = st.getPath().getName();
@@ -154,11 +154,11 @@ public final class LocalityLab implements AutoCloseable {
       }
     }
     out.sort(null);
-    return out.toArray(new String[0]);
+    return out;
   }
 
   /** Cache these files (cache replication 1, as seed 001) and wait until every block has a cached replica. */
-  public void cache(String[] files) throws Exception {
+  public void cache(List<String> files) throws Exception {
     for (String f : files) {
       cluster.cache(new org.apache.hadoop.fs.Path(f));
     }
@@ -291,7 +291,7 @@ public final class LocalityLab implements AutoCloseable {
     return result("terasort", rc == 0, submit, System.currentTimeMillis());
   }
 
-  /** Start a job (wordcount, sort or terasort) in the background; returns its handle for {@link #await}. */
+  /** Start a job (wordcount, sort or terasort) in the background; returns its handle for {@link #awaitJob}. */
   public int submit(String workload, String in, String out, String tags) {
     int id = ids.incrementAndGet();
     running.put(id, jobs.submit(() -> {
@@ -310,7 +310,7 @@ public final class LocalityLab implements AutoCloseable {
   }
 
   /** Wait for a submitted job; its result as JSON. */
-  public String await(int id) throws Exception {
+  public String awaitJob(int id) throws Exception {
     Future<Map<String, Object>> f = running.remove(id);
     if (f == null) {
       throw new IllegalArgumentException("no running job " + id);
@@ -320,7 +320,7 @@ public final class LocalityLab implements AutoCloseable {
 
   /** Run one job to completion; its result as JSON. */
   public String run(String workload, String in, String out, String tags) throws Exception {
-    return await(submit(workload, in, out, tags));
+    return awaitJob(submit(workload, in, out, tags));
   }
 
   @Override
