@@ -94,9 +94,20 @@ def java17_opens() -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below Linux's ephemeral range (32768-60999): the engine starts after the mini cluster, whose
+    many servers bind ephemeral ports, so a port picked there before the boot may be taken by then."""
+    import random
+
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise SystemExit("real_locality: no free TCP port in 20000-32000")
 
 
 class MiniCluster:

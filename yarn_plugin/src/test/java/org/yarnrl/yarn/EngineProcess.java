@@ -39,11 +39,21 @@ final class EngineProcess implements AutoCloseable {
     this.log = log;
   }
 
+  /**
+   * A free port below Linux's ephemeral range (32768-60999): the engine may start after a mini cluster whose many
+   * servers bind ephemeral ports, so a port picked there before the boot may be taken by then.
+   */
   static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      s.setReuseAddress(true);
-      return s.getLocalPort();
+    java.util.Random rng = new java.util.Random();
+    for (int i = 0; i < 200; i++) {
+      int port = 20000 + rng.nextInt(12000);
+      try (ServerSocket s = new ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+        return port;
+      } catch (IOException e) {
+        // taken: try another
+      }
     }
+    throw new IOException("no free TCP port in 20000-32000");
   }
 
   static String python() {

@@ -323,6 +323,86 @@ public final class LocalityLab implements AutoCloseable {
     return awaitJob(submit(workload, in, out, tags));
   }
 
+
+  /**
+   * Ask for containers that must run on one host (AMRMClient's ContainerRequest with relaxLocality=false, which
+   * sends the host's rack and ANY requests with relaxLocality=false) from an unmanaged ApplicationMaster, wait until
+   * they are allocated, release them and return the hosts they got (JSON: {"hosts": [...], "seconds": s}).
+   */
+  public String strictRequests(String host, int containers, int memoryMb, long timeoutMs) throws Exception {
+    Configuration conf = new YarnConfiguration(cluster.yarn.getConfig());
+    org.apache.hadoop.yarn.client.api.YarnClient yarn = org.apache.hadoop.yarn.client.api.YarnClient.createYarnClient();
+    yarn.init(conf);
+    yarn.start();
+    long t0 = System.nanoTime();
+    try {
+      org.apache.hadoop.yarn.client.api.YarnClientApplication app = yarn.createApplication();
+      org.apache.hadoop.yarn.api.records.ApplicationSubmissionContext ctx = app.getApplicationSubmissionContext();
+      org.apache.hadoop.yarn.api.records.ApplicationId appId = ctx.getApplicationId();
+      ctx.setApplicationName("strict-locality");
+      ctx.setUnmanagedAM(true);
+      ctx.setQueue("default");
+      ctx.setResource(org.apache.hadoop.yarn.api.records.Resource.newInstance(memoryMb, 1));
+      ctx.setAMContainerSpec(org.apache.hadoop.yarn.api.records.ContainerLaunchContext.newInstance(
+          null, null, null, null, null, null));
+      yarn.submitApplication(ctx);
+      long until = System.currentTimeMillis() + timeoutMs;
+      org.apache.hadoop.yarn.api.records.ApplicationAttemptId attempt = null;
+      while (System.currentTimeMillis() < until) {
+        org.apache.hadoop.yarn.api.records.ApplicationReport r = yarn.getApplicationReport(appId);
+        if (r.getYarnApplicationState() == org.apache.hadoop.yarn.api.records.YarnApplicationState.ACCEPTED
+            && r.getCurrentApplicationAttemptId() != null) {
+          org.apache.hadoop.yarn.api.records.ApplicationAttemptReport ar =
+              yarn.getApplicationAttemptReport(r.getCurrentApplicationAttemptId());
+          if (ar.getYarnApplicationAttemptState()
+              == org.apache.hadoop.yarn.api.records.YarnApplicationAttemptState.LAUNCHED) {
+            attempt = r.getCurrentApplicationAttemptId();
+            break;
+          }
+        }
+        Thread.sleep(100);
+      }
+      if (attempt == null) {
+        throw new IllegalStateException("unmanaged AM attempt of " + appId + " was not launched in time");
+      }
+      org.apache.hadoop.security.token.Token<org.apache.hadoop.yarn.security.AMRMTokenIdentifier> token =
+          yarn.getAMRMToken(appId);
+      org.apache.hadoop.security.UserGroupInformation ugi =
+          org.apache.hadoop.security.UserGroupInformation.createRemoteUser(attempt.toString());
+      ugi.addToken(token);
+      List<String> hosts = ugi.doAs((java.security.PrivilegedExceptionAction<List<String>>) () -> {
+        org.apache.hadoop.yarn.client.api.AMRMClient<org.apache.hadoop.yarn.client.api.AMRMClient.ContainerRequest>
+            amrm = org.apache.hadoop.yarn.client.api.AMRMClient.createAMRMClient();
+        amrm.init(conf);
+        amrm.start();
+        List<String> got = new ArrayList<>();
+        try {
+          amrm.registerApplicationMaster("", 0, "");
+          for (int i = 0; i < containers; i++) {
+            amrm.addContainerRequest(new org.apache.hadoop.yarn.client.api.AMRMClient.ContainerRequest(
+                org.apache.hadoop.yarn.api.records.Resource.newInstance(memoryMb, 1), new String[] {host}, null,
+                org.apache.hadoop.yarn.api.records.Priority.newInstance(1), false));
+          }
+          while (got.size() < containers && System.currentTimeMillis() < until) {
+            for (org.apache.hadoop.yarn.api.records.Container c : amrm.allocate(0.5f).getAllocatedContainers()) {
+              got.add(c.getNodeId().getHost());
+              amrm.releaseAssignedContainer(c.getId());
+            }
+            Thread.sleep(100);
+          }
+          amrm.unregisterApplicationMaster(org.apache.hadoop.yarn.api.records.FinalApplicationStatus.SUCCEEDED,
+              "", "");
+        } finally {
+          amrm.stop();
+        }
+        return got;
+      });
+      return Json.write(Map.of("hosts", hosts, "seconds", (System.nanoTime() - t0) / 1e9));
+    } finally {
+      yarn.stop();
+    }
+  }
+
   @Override
   public void close() {
     jobs.shutdownNow();

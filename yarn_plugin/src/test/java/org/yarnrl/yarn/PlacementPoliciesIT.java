@@ -26,6 +26,7 @@ import org.junit.jupiter.api.TestInstance;
  * like this cluster (models/clqlmrs-mini.safetensors) and keeps learning online.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@SuppressWarnings("unchecked")
 class PlacementPoliciesIT {
   private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(PlacementPoliciesIT.class);
   private static final String[] POLICIES = {"fifo", "delay", "acl", "clqlmrs"};
@@ -37,6 +38,7 @@ class PlacementPoliciesIT {
   private final ObjectMapper json = new ObjectMapper();
   private final Map<String, Map<String, Long>> totals = new LinkedHashMap<>();
   private final Map<String, Object> results = new LinkedHashMap<>();
+  private final Map<String, List<String>> strict = new LinkedHashMap<>();
   private EngineProcess engine;
   private LocalityLab lab;
 
@@ -91,6 +93,19 @@ class PlacementPoliciesIT {
         }
       }
     }
+    // containers that must run on h1 (relaxLocality=false on its rack and on ANY), under two policies: h2 shares
+    // h1's rack and h3, h4 do not; neither may get one, whichever node heartbeats first
+    for (String policy : new String[] {"fifo", "delay"}) {
+      engine.usePolicy(policy);
+      engine.start("--webhdfs", lab.webHdfsUrl());
+      try {
+        Map<?, ?> r = json.readValue(lab.strictRequests("h1", 3, 512, 60_000), Map.class);
+        strict.put(policy, (List<String>) r.get("hosts"));
+      } finally {
+        engine.stop();
+      }
+    }
+    results.put("strict_hosts", strict);
     results.put("totals", totals);
     results.put("plugin", lab.pluginMetrics());
     LOG.info("placement results: {}", Json.write(results));
@@ -138,6 +153,14 @@ class PlacementPoliciesIT {
   void aclAndClqlmrsGetMoreCacheLocalMapsThanFifo() {
     assertTrue(count("acl", "READ_CL") > count("fifo", "READ_CL"), totals.toString());
     assertTrue(count("clqlmrs", "READ_CL") > count("fifo", "READ_CL"), totals.toString());
+  }
+
+  @Test
+  void nothingIsPlacedAgainstRelaxLocalityFalse() {
+    assertEquals(List.of("fifo", "delay"), new ArrayList<>(strict.keySet()));
+    for (Map.Entry<String, List<String>> e : strict.entrySet()) {
+      assertEquals(List.of("h1", "h1", "h1"), e.getValue(), e.getKey() + ": " + strict);
+    }
   }
 
   @Test
