@@ -1,5 +1,5 @@
 # The two set-up commands of the README: `make demo` and `make test`. Both build everything they need from a
-# fresh checkout (a virtual environment in .venv, the generated protocol code).
+# fresh checkout (a virtual environment in .venv with yarn-rl and the extras they use).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -11,13 +11,15 @@ MVN ?= mvn
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[all]'
 	touch $(STAMP)
 
-install: $(STAMP) proto
+install: $(STAMP)
 
+# Regenerate the committed protocol code (policy_engine/_generated) after editing proto/; needs grpcio-tools
+# ([test] extra). tests/test_generated_code.py fails while the committed code is stale.
 proto: $(STAMP)
-	$(PY) -m policy_engine.proto
+	$(PY) tools/genproto.py
 
 # Every step below talks to real `policy-engine serve` processes over gRPC on loopback ("--remote spawn").
 demo: install
@@ -37,4 +39,4 @@ plugin:
 	$(MVN) -B -q -f yarn_plugin/pom.xml package -DskipTests
 
 clean:
-	rm -rf $(VENV) policy_engine/_generated yarn_plugin/target
+	rm -rf $(VENV) yarn_plugin/target

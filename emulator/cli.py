@@ -153,7 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     t.set_defaults(fn=cmd_train)
 
     args = p.parse_args(argv)
-    return args.fn(args)
+    from policy_engine.extras import MissingExtra
+
+    try:
+        return args.fn(args)
+    except MissingExtra as e:
+        raise SystemExit(f"emulator: {e}") from None
 
 
 if __name__ == "__main__":

@@ -23,12 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from policy_engine.features.deeprm import BACKLOG, SLOT_TAG, SLOTS_TAG, ImageSpec, image
-from policy_engine.proto import pb
 from policy_engine.types import (
     ANY,
     Ask,
     ClusterSummary,
     Container,
+    ContainerFinished,
+    ContainerStarted,
+    Event,
+    JobFinished,
     JobMetadata,
     LocalityRequest,
     Node,
@@ -113,7 +116,7 @@ class DeepRMSimulation:
         self.next_arrival = 0
         self.last_arrival = 0
         self.done_jobs = 0
-        self._events: list[pb.Event] = []
+        self._events: list[Event] = []
         self._requests = 0
         self._cluster_ts = 1_700_000_000_000 + self.seed % 1_000_000_000
         self._arrive()
@@ -184,29 +187,18 @@ class DeepRMSimulation:
         self.start[j] = self.t
         self.finish[j] = self.t + self.length[j]
         self.running.append(j)
-        ev = pb.Event(timestamp_ms=self.t * self.spec.step_ms)
-        ev.container_started.container_id = self._container_id(j)
-        ev.container_started.application_id = self._app_id(j)
-        ev.container_started.node_id = "cluster:0"
-        ev.container_started.ask_id = self._ask_id(j)
-        self._events.append(ev)
+        self._events.append(ContainerStarted(self._container_id(j), self._app_id(j), "cluster:0", self._ask_id(j),
+                                             timestamp_ms=self.t * self.spec.step_ms))
 
     def _finished(self, j: int) -> None:
         ms = self.spec.step_ms
-        ev = pb.Event(timestamp_ms=self.t * ms)
-        ev.container_finished.container_id = self._container_id(j)
-        ev.container_finished.application_id = self._app_id(j)
-        ev.container_finished.node_id = "cluster:0"
-        ev.container_finished.runtime_ms = int(self.length[j]) * ms
-        self._events.append(ev)
-        ev = pb.Event(timestamp_ms=self.t * ms)
-        ev.job_finished.job_id = self._app_id(j)
-        ev.job_finished.runtime = float((self.finish[j] - self.arrival[j]) * ms)
-        ev.job_finished.delay_ratio = float(self.finish[j] - self.arrival[j]) / float(self.length[j])
-        ev.job_finished.succeeded = True
-        self._events.append(ev)
+        self._events.append(ContainerFinished(self._container_id(j), self._app_id(j), "cluster:0",
+                                              int(self.length[j]) * ms, timestamp_ms=self.t * ms))
+        self._events.append(JobFinished(self._app_id(j), runtime=float((self.finish[j] - self.arrival[j]) * ms),
+                                        delay_ratio=float(self.finish[j] - self.arrival[j]) / float(self.length[j]),
+                                        succeeded=True, timestamp_ms=self.t * ms))
 
-    def take_events(self) -> list[pb.Event]:
+    def take_events(self) -> list[Event]:
         events, self._events = self._events, []
         return events
 

@@ -13,8 +13,7 @@ from typing import Iterable
 
 from policy_engine.engine import Engine
 from policy_engine.policy import Policy, create
-from policy_engine.proto import pb
-from policy_engine.types import RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
+from policy_engine.types import Event, RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
 
 
 class Driver:
@@ -27,7 +26,7 @@ class Driver:
     def route(self, obs: RouteObservation) -> RouteDecision:
         raise NotImplementedError
 
-    def report(self, events: Iterable[pb.Event]) -> int:
+    def report(self, events: Iterable[Event]) -> int:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -44,13 +43,15 @@ class InProcessDriver(Driver):
     mode = "in-process"
 
     def __init__(self, policy: Policy):
-        self.engine = Engine(policy)
-        self.engine.attach_learner()  # as `policy-engine serve` does, so both modes learn alike
+        # The learner runs inline here (offline training, deterministic runs); `policy-engine serve` runs it in its
+        # own thread. Both publish what they learned after each Report, so both modes decide alike.
+        self.engine = Engine(policy, learning="inline")
+        self.engine.attach_learner()
         self.policy_name = policy.name
         self.schedule = self.engine.schedule  # bound directly: the hot path of every emulator step
         self.route = self.engine.route
 
-    def report(self, events: Iterable[pb.Event]) -> int:
+    def report(self, events: Iterable[Event]) -> int:
         return self.engine.report(events)
 
     def close(self) -> None:
@@ -82,9 +83,9 @@ class RemoteDriver(Driver):
     def route(self, obs: RouteObservation) -> RouteDecision:
         return self.client.route_obs(obs)
 
-    def report(self, events: Iterable[pb.Event]) -> int:
+    def report(self, events: Iterable[Event]) -> int:
         events = list(events)
-        return self.client.report(events) if events else 0
+        return self.client.report_events(events) if events else 0
 
     def close(self) -> None:
         self.client.close()

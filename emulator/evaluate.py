@@ -6,10 +6,15 @@ import sys
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
-from emulator.drivers import make_driver
-from emulator.scenario import Scenario
+from policy_engine.extras import require
+
+require("tqdm", extra="emulator", feature="emulator run/compare")
+
+from tqdm import tqdm  # noqa: E402
+
+from emulator.drivers import make_driver  # noqa: E402
+from emulator.scenario import Scenario  # noqa: E402
 
 
 def summarise(values: list[float]) -> dict[str, float]:

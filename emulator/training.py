@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.scenario import Scenario
-from policy_engine.modules import import_all
+from policy_engine.modules import import_all, unavailable_note
 
 TrainFn = Callable[..., dict[str, Any]]
 _ALGOS: dict[str, TrainFn] = {}
@@ -40,6 +40,7 @@ def train(algo: str, scenario: Scenario, episodes: int | None, seed: int, out: s
     import_all("emulator.learners")
     if algo not in _ALGOS:
         valid = ", ".join(sorted(_ALGOS)) or "(none registered yet)"
-        raise UnknownAlgorithm(f"unknown training algorithm {algo!r}; available: {valid}")
+        raise UnknownAlgorithm(f"unknown training algorithm {algo!r}; available: {valid}"
+                               + unavailable_note("emulator.learners"))
     return _ALGOS[algo](scenario=scenario, episodes=episodes, seed=seed, out=Path(out), resume=resume,
                         progress=progress, options=options or {})

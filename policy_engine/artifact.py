@@ -7,6 +7,7 @@ with a message saying what is wrong. Writes are atomic (temp file + rename): a c
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -38,8 +39,10 @@ def tensors_checksum(tensors: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
+@functools.cache
 def code_version() -> str:
-    """Package version plus the git commit when run from a checkout."""
+    """Package version plus the git commit when run from a checkout. Computed once per process (two git
+    subprocesses): a long-running engine saves what its code was when it started."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
                                 cwd=Path(__file__).resolve().parent).stdout.strip()

@@ -50,6 +50,8 @@ def cmd_serve(args) -> int:
     if args.webhdfs is not None and (not args.webhdfs.startswith(("http://", "https://")) or args.webhdfs_ttl <= 0):
         raise SystemExit("policy-engine: --webhdfs takes http(s)://HOST:PORT and --webhdfs-ttl a positive number, "
                          f"got {args.webhdfs!r} and {args.webhdfs_ttl}")
+    if args.webhdfs is not None:
+        import policy_engine.hdfs  # noqa: F401  (fails here, with the extra to install, before anything starts)
     policy = build_policy(args.policy, args.model, parse_options(args.set))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -213,7 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     d.set_defaults(fn=cmd_demo)
 
     args = p.parse_args(argv)
-    return args.fn(args)
+    from policy_engine.extras import MissingExtra
+
+    try:
+        return args.fn(args)
+    except MissingExtra as e:
+        raise SystemExit(f"policy-engine: {e}") from None
 
 
 if __name__ == "__main__":

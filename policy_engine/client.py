@@ -14,9 +14,15 @@ from typing import AsyncIterable, Iterable, Iterator
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from policy_engine.codec import decode_route_decision, decode_schedule_decision, encode_route, encode_schedule
+from policy_engine.codec import (
+    decode_route_decision,
+    decode_schedule_decision,
+    encode_event,
+    encode_route,
+    encode_schedule,
+)
 from policy_engine.proto import SERVICE_NAME, pb, pb_grpc
-from policy_engine.types import RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
+from policy_engine.types import Event, RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
 
 DEFAULT_TIMEOUT_S = 1.0
 _OPTIONS = [("grpc.max_receive_message_length", 16 << 20), ("grpc.max_send_message_length", 16 << 20)]
@@ -86,6 +92,10 @@ class PolicyEngineClient:
 
     def route_obs(self, obs: RouteObservation, timeout: float | None = None) -> RouteDecision:
         return decode_route_decision(self.route(encode_route(obs), timeout))
+
+    def report_events(self, events: Iterable[Event], timeout: float | None = None) -> int:
+        """Report event dataclasses (policy_engine.types); returns how many the engine accepted."""
+        return self.report([encode_event(e) for e in events], timeout)
 
     # ------------------------------------------------------------ health
 

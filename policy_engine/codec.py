@@ -6,9 +6,11 @@ the offending field, which the server returns as INVALID_ARGUMENT.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from policy_engine.proto import pb
 from policy_engine.types import (
@@ -20,6 +22,8 @@ from policy_engine.types import (
     ClusterState,
     ClusterSummary,
     Container,
+    EVENT_TYPES,
+    Event,
     JobCategory,
     JobMetadata,
     Locality,
@@ -29,6 +33,7 @@ from policy_engine.types import (
     RouteDecision,
     RouteJob,
     RouteObservation,
+    RouteSequence,
     ScheduleDecision,
     ScheduleObservation,
     Utilization,
@@ -113,15 +118,10 @@ def _check_resource(msg: pb.Resource) -> Resource:
     return Resource(m, v, {})
 
 
-def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
-    if not req.HasField("node"):
-        raise InvalidRequest("node: missing (a Schedule request describes one node heartbeat)")
-    n = req.node
+def _node(n: pb.NodeSnapshot) -> Node:
     if not n.node_id:
         raise InvalidRequest("node.node_id: empty")
-    if len(req.asks) > MAX_ASKS:
-        raise InvalidRequest(f"asks: {len(req.asks)} asks exceed the limit of {MAX_ASKS}")
-    node = Node(
+    return Node(
         node_id=n.node_id,
         host=n.host or n.node_id.split(":", 1)[0],
         rack=n.rack,
@@ -131,7 +131,7 @@ def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
             Container(c.container_id, c.application_id, _resource(c.resource, f"node.running[{i}].resource"),
                       c.start_time_ms, c.expected_remaining_ms)
             for i, c in enumerate(n.running)
-        ),
+        ) if n.running else (),
         utilization=(
             Utilization(_finite(n.utilization.cpu, "node.utilization.cpu"), n.utilization.physical_memory_mb,
                         n.utilization.virtual_memory_mb)
@@ -139,35 +139,163 @@ def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
         ),
         timestamp_ms=n.timestamp_ms,
     )
-    asks: list[Ask] = []
-    seen: set[str] = set()
-    for i, a in enumerate(req.asks):
-        ask_id = a.ask_id
-        num = a.num_containers
-        resource = _check_resource(a.resource)
-        if (not ask_id or ask_id in seen or num < 0 or num > MAX_CONTAINERS_PER_ASK or resource is None
-                or (resource.memory_mb == 0 and resource.vcores == 0 and not any(resource.extra.values()))
-                or len(a.locality) > MAX_LOCALITY_ENTRIES):
+
+
+def _ask(a: pb.ResourceAsk, i: int, seen: set[str]) -> Ask:
+    ask_id = a.ask_id
+    num = a.num_containers
+    resource = _check_resource(a.resource)
+    if (not ask_id or ask_id in seen or num < 0 or num > MAX_CONTAINERS_PER_ASK or resource is None
+            or (resource.memory_mb == 0 and resource.vcores == 0 and not any(resource.extra.values()))
+            or len(a.locality) > MAX_LOCALITY_ENTRIES):
+        _raise_ask_error(a, i, seen)
+    locality = tuple([LocalityRequest(lr.resource_name, lr.num_containers, lr.relax_locality)
+                      for lr in a.locality])
+    for lr in locality:
+        if not lr.resource_name or lr.num_containers < 0:
             _raise_ask_error(a, i, seen)
-        locality = tuple([LocalityRequest(lr.resource_name, lr.num_containers, lr.relax_locality)
-                          for lr in a.locality])
-        for lr in locality:
-            if not lr.resource_name or lr.num_containers < 0:
-                _raise_ask_error(a, i, seen)
-        seen.add(ask_id)
-        asks.append(
-            Ask(ask_id, a.application_id, a.attempt_id, a.queue or "default", a.user, a.priority,
-                a.allocation_request_id, resource, num, locality, a.submit_time_ms,
-                _job(a.job, f"asks[{i}].job") if a.HasField("job") else None, a.relax_locality)
-        )
-    c = req.cluster
-    cluster = ClusterSummary(
+    return Ask(ask_id, a.application_id, a.attempt_id, a.queue or "default", a.user, a.priority,
+               a.allocation_request_id, resource, num, locality, a.submit_time_ms,
+               _job(a.job, f"asks[{i}].job") if a.HasField("job") else None, a.relax_locality)
+
+
+def _cluster(c: pb.ClusterSummary) -> ClusterSummary:
+    return ClusterSummary(
         num_nodes=max(c.num_nodes, 0),
         num_racks=max(c.num_racks, 0),
         total=_resource(c.total, "cluster.total"),
         unallocated=_resource(c.unallocated, "cluster.unallocated"),
     )
-    return ScheduleObservation(node=node, asks=asks, cluster=cluster, request_id=req.request_id)
+
+
+def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
+    if not req.HasField("node"):
+        raise InvalidRequest("node: missing (a Schedule request describes one node heartbeat)")
+    if len(req.asks) > MAX_ASKS:
+        raise InvalidRequest(f"asks: {len(req.asks)} asks exceed the limit of {MAX_ASKS}")
+    node = _node(req.node)
+    asks: list[Ask] = []
+    seen: set[str] = set()
+    for i, a in enumerate(req.asks):
+        ask = _ask(a, i, seen)
+        seen.add(ask.ask_id)
+        asks.append(ask)
+    return ScheduleObservation(node=node, asks=asks, cluster=_cluster(req.cluster), request_id=req.request_id)
+
+
+def parse_schedule_request(data: bytes) -> pb.ScheduleRequest:
+    try:
+        return pb.ScheduleRequest.FromString(data)
+    except DecodeError as e:
+        raise InvalidRequest(f"not a yarnrl.v1.ScheduleRequest ({e})") from None
+
+
+class ScheduleDecoder:
+    """The server's hot path: a serialized ScheduleRequest straight to a ScheduleObservation.
+
+    A node heartbeat repeats the asks of the previous ones (YARN's pending requests change only when containers
+    are assigned or asked for), so each ask is decoded and validated once and looked up by its serialized bytes
+    afterwards; the request is split into its top-level fields by hand (a handful of length-prefixed fields) and
+    only the node, which changes every time, goes through protobuf. Any request the split does not expect
+    (unknown or repeated top-level fields, a bad ask) takes the full path, decode_schedule, which also produces the
+    precise error.
+
+    Decoded asks are shared between requests: the engine writes only `scheduling_opportunities` (on every
+    heartbeat, before the policy reads it) and nothing keeps an observation past its call. Callers that annotate
+    asks (HDFS block locations) must use decode_schedule instead.
+    """
+
+    def __init__(self, max_cached: int = 50_000):
+        self.max_cached = max_cached
+        self._asks: dict[bytes, Ask] = {}
+        self._clusters: dict[bytes, ClusterSummary] = {}
+        self.hits = self.misses = 0
+
+    def decode(self, data: bytes) -> ScheduleObservation:
+        parts = _split_schedule_request(data)
+        if parts is None:
+            return decode_schedule(parse_schedule_request(data))
+        request_id, node_raw, ask_raws, cluster_raw = parts
+        if node_raw is None or len(ask_raws) > MAX_ASKS:
+            return decode_schedule(parse_schedule_request(data))
+        cache = self._asks
+        asks: list[Ask] = []
+        for raw in ask_raws:
+            ask = cache.get(raw)
+            if ask is None:
+                self.misses += 1
+                try:
+                    ask = _ask(pb.ResourceAsk.FromString(raw), 0, _NO_IDS)
+                except (InvalidRequest, DecodeError):
+                    return decode_schedule(parse_schedule_request(data))  # raises, naming the ask's index
+                if len(cache) >= self.max_cached:
+                    cache.clear()
+                cache[raw] = ask
+            asks.append(ask)
+        self.hits += len(asks)
+        if len({a.ask_id for a in asks}) != len(asks):
+            return decode_schedule(parse_schedule_request(data))  # a duplicate id: the full path names it
+        try:
+            node = _node(pb.NodeSnapshot.FromString(node_raw))
+            request_id = request_id.decode() if request_id else ""
+        except (DecodeError, UnicodeDecodeError):
+            return decode_schedule(parse_schedule_request(data))
+        cluster = self._clusters.get(cluster_raw)
+        if cluster is None:
+            cluster = _cluster(pb.ClusterSummary.FromString(cluster_raw) if cluster_raw else pb.ClusterSummary())
+            if len(self._clusters) >= 1000:
+                self._clusters.clear()
+            self._clusters[cluster_raw] = cluster
+        return ScheduleObservation(node=node, asks=asks, cluster=cluster, request_id=request_id)
+
+
+_NO_IDS: frozenset[str] = frozenset()
+
+
+def _split_schedule_request(data: bytes):
+    """(request_id, node, [asks], cluster) as raw bytes, or None when the message has anything else: the
+    ScheduleRequest fields 1-4 are all length-delimited (wire type 2) and single-byte tags."""
+    request_id = node = cluster = None
+    asks: list[bytes] = []
+    pos, end = 0, len(data)
+    try:
+        while pos < end:
+            tag = data[pos]
+            pos += 1
+            if tag & 7 != 2 or tag > 0x7F:
+                return None
+            size = data[pos]
+            pos += 1
+            if size & 0x80:
+                size &= 0x7F
+                shift = 7
+                while True:
+                    b = data[pos]
+                    pos += 1
+                    size |= (b & 0x7F) << shift
+                    if not b & 0x80:
+                        break
+                    shift += 7
+                    if shift > 35:
+                        return None
+            nxt = pos + size
+            if nxt > end:
+                return None
+            field = tag >> 3
+            if field == 3:
+                asks.append(data[pos:nxt])
+            elif field == 2 and node is None:
+                node = data[pos:nxt]
+            elif field == 1 and request_id is None:
+                request_id = data[pos:nxt]
+            elif field == 4 and cluster is None:
+                cluster = data[pos:nxt]
+            else:
+                return None  # unknown or repeated (merged) field: the full parser handles it
+            pos = nxt
+    except IndexError:
+        return None
+    return request_id, node, asks, cluster or b""
 
 
 def _raise_ask_error(a: pb.ResourceAsk, i: int, seen: set[str]) -> None:
@@ -307,11 +435,14 @@ def decode_route(req: pb.RouteRequest) -> RouteObservation:
             expected_hetero_factor=j.expected_hetero_factor, hetero_sensitivity=j.hetero_sensitivity,
             per_cluster=tuple(per_cluster),
         ))
-    return RouteObservation(jobs=jobs, clusters=clusters, time=req.time, request_id=req.request_id)
+    sequence = RouteSequence(req.stream_id, req.sequence) if req.HasField("sequence") else None
+    return RouteObservation(jobs=jobs, clusters=clusters, time=req.time, request_id=req.request_id, sequence=sequence)
 
 
 def encode_route(obs: RouteObservation) -> pb.RouteRequest:
     req = pb.RouteRequest(request_id=obs.request_id, time=obs.time)
+    if obs.sequence is not None:
+        req.sequence, req.stream_id = obs.sequence.index, obs.sequence.stream
     for j in obs.jobs:
         m = req.jobs.add(
             job_id=j.job_id, category=int(j.category), executor_runtime=j.executor_runtime, deadline=j.deadline,
@@ -345,7 +476,67 @@ def decode_route_decision(resp: pb.RouteResponse) -> RouteDecision:
     return RouteDecision(resp.job_index, resp.cluster_id)
 
 
+# ---------------------------------------------------------------- Report
+
+MAX_EVENTS = 100_000
+# Fields of each event dataclass besides the two every event has, read by name from the protocol's message of the
+# same kind: a field added to both (a new protocol field) needs no change here.
+_EVENT_FIELDS = {kind: tuple(f for f in dataclasses.fields(cls) if f.name not in ("timestamp_ms", "decision_id"))
+                 for kind, cls in EVENT_TYPES.items()}
+
+
+def decode_event(ev: pb.Event, where: str = "event") -> Event:
+    kind = ev.WhichOneof("kind")
+    if kind is None:
+        raise InvalidRequest(f"{where}: no event kind set")
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:  # a kind this engine's types do not know yet (a newer caller): refuse it by name
+        raise InvalidRequest(f"{where}: event kind {kind!r} is not supported by this engine")
+    msg = getattr(ev, kind)
+    values = {}
+    for f in _EVENT_FIELDS[kind]:
+        v = getattr(msg, f.name)
+        if f.name == "rack_cached":  # optional: unset means unknown
+            v = v if msg.HasField("rack_cached") else None
+        elif f.name == "locality":
+            try:
+                v = Locality(v)
+            except ValueError:
+                raise InvalidRequest(f"{where}.{kind}.locality: unknown locality {v}") from None
+        elif f.name == "total":
+            v = _resource(v, f"{where}.{kind}.total")
+        elif isinstance(v, float):
+            v = _finite(v, f"{where}.{kind}.{f.name}")
+        values[f.name] = v
+    return cls(timestamp_ms=ev.timestamp_ms, decision_id=ev.decision_id, **values)
+
+
+def decode_events(events) -> list[Event]:
+    if len(events) > MAX_EVENTS:
+        raise InvalidRequest(f"events: {len(events)} exceed the limit of {MAX_EVENTS}")
+    return [decode_event(ev, f"events[{i}]") for i, ev in enumerate(events)]
+
+
+def encode_event(event: Event) -> pb.Event:
+    kind = event.kind
+    if kind not in _EVENT_FIELDS:
+        raise TypeError(f"not a feedback event: {event!r}")
+    out = pb.Event(timestamp_ms=event.timestamp_ms, decision_id=event.decision_id)
+    msg = getattr(out, kind)
+    msg.SetInParent()  # an event kind with every field at its default is still that kind
+    for f in _EVENT_FIELDS[kind]:
+        v = getattr(event, f.name)
+        if f.name == "total":
+            _resource_pb(v, msg.total)
+        elif v is None:  # an optional field left unset
+            continue
+        else:
+            setattr(msg, f.name, int(v) if f.name == "locality" else v)
+    return out
+
+
 __all__ = [
     "ANY", "InvalidRequest", "decode_schedule", "encode_schedule", "encode_schedule_decision",
-    "decode_schedule_decision", "decode_route", "encode_route", "encode_route_decision", "decode_route_decision",
+    "decode_schedule_decision", "decode_route", "encode_route", "encode_route_decision", "decode_route_decision", "decode_event", "decode_events",
+    "encode_event",
 ]

@@ -1,12 +1,18 @@
 """The engine: one policy plus what every transport needs around it.
 
-The gRPC server and the emulator's in-process driver both call an Engine, so a decision does not depend on how it
-was asked for. Around the pure policy the engine
-  * decodes and validates requests (policy_engine.codec),
-  * keeps each ask's count of missed scheduling opportunities across heartbeats (for delay-style policies),
+The gRPC server and the emulator's in-process driver both call an Engine with observation objects (the server
+decodes and validates messages with policy_engine.codec first), so a decision does not depend on how it was asked
+for. Around the pure policy the engine
+  * owns all state that outlives one call, in one EngineState (like the Kubernetes scheduler's CycleState): each
+    ask's count of missed scheduling opportunities across heartbeats, kept only when the policy declares that it
+    reads it (Policy.reads), and the decision-id counter;
+  * fills a Route request's turn (RouteObservation.sequence) from a `<stream>:<n>` request id when an older caller
+    did not send RouteRequest.sequence;
   * enforces the safety invariant: no assignment beyond the node's unallocated resources, the ask's outstanding
-    count, or its locality constraints, whatever the policy returned (learned policies included),
-  * numbers decisions, counts them, and hands Report events to listeners (online learners, logs).
+    count, or its locality constraints, whatever the policy returned (learned policies included);
+  * builds the policy's online learner from the registry and feeds it decision traces and Report events through
+    a bounded queue (policy_engine.learning), off the decision path;
+  * numbers decisions and counts them.
 """
 
 from __future__ import annotations
@@ -15,32 +21,26 @@ import itertools
 import logging
 import os
 from collections import OrderedDict
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
-from policy_engine import PROTOCOL_VERSION, __version__
-from policy_engine.codec import (
-    InvalidRequest,
-    decode_route,
-    decode_schedule,
-    encode_route_decision,
-    encode_schedule_decision,
-)
-from policy_engine.locality import AskOnNode
-from policy_engine.policy import REPORT_CAPABILITY, ROUTE, SCHEDULE, Policy
-from policy_engine.proto import pb
+from policy_engine.learning import DEFAULT_CAPACITY, LearningLoop
+from policy_engine.locality import AskOnNode, place
+from policy_engine.policy import ROUTE, SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, make_learner
 from policy_engine.types import (
     Assignment,
+    Event,
+    JobFinished,
     Locality,
     RouteDecision,
     RouteObservation,
+    RouteSequence,
     ScheduleDecision,
     ScheduleObservation,
 )
 
 log = logging.getLogger(__name__)
 
-EventListener = Callable[[pb.Event], None]
-DecisionListener = Callable[[ScheduleObservation, ScheduleDecision], None]
+EventListener = Callable[[Event], None]
 
 
 class OpportunityTracker:
@@ -106,22 +106,30 @@ def clip_schedule(obs: ScheduleObservation, decision: ScheduleDecision) -> tuple
                 cut += a.count
                 continue
             view = views[a.ask_id] = AskOnNode(ask, node)
-        want = a.count
-        for level in tuple(view.best_levels()):
-            if want <= 0:
-                break
-            n = min(want, view.available(level), view.ask.resource.max_copies_in(free))
-            if n <= 0:
-                continue
-            view.take(level, n)
-            free = free.minus(view.ask.resource, n)
-            want -= n
-            if out and out[-1].ask_id == a.ask_id and out[-1].locality == level:
-                out[-1].count += n
-            else:
-                out.append(Assignment(a.ask_id, n, level))
-        cut += want
+        free, placed = place(out, view, free, limit=a.count, merge=True)
+        cut += a.count - placed
     return ScheduleDecision(out), cut
+
+
+def sequence_from_request_id(request_id: str) -> RouteSequence | None:
+    """Older callers' turn: a request id of the form `<stream>:<n>` (the emulator's before RouteRequest.sequence)."""
+    stream, sep, n = request_id.rpartition(":")
+    if not sep or not n.isdigit():
+        return None
+    return RouteSequence(stream, int(n))
+
+
+class EngineState:
+    """Everything an engine keeps between calls, in one place (the engine owns it; policies read what they declare
+    through their observations, learners keep their own state behind the learning queue)."""
+
+    def __init__(self, track_opportunities: bool):
+        self.opportunities = OpportunityTracker() if track_opportunities else None
+        self.decisions = itertools.count(1)
+        self.id_prefix = os.urandom(4).hex()
+
+    def next_decision_id(self) -> str:
+        return f"{self.id_prefix}-{next(self.decisions)}"
 
 
 class EngineMetrics:
@@ -147,47 +155,85 @@ class EngineMetrics:
         self.reports = Counter("yarnrl_report_events", "Feedback events received", ["kind"], registry=self.registry)
         self.asks = Counter("yarnrl_asks", "Asks seen by the policy, by whether they carried input block locations",
                             ["blocks"], registry=self.registry)
+        self.learner_dropped = Counter("yarnrl_learner_dropped", "Decisions and Report batches the online learner "
+                                       "could not take (its queue was full)", ["kind"], registry=self.registry)
+        self.learner_errors = Counter("yarnrl_learner_errors", "Learner failures (logged, never fatal)",
+                                      registry=self.registry)
+        # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
+        self._decided: dict[tuple[str, str], Any] = {}
+        self._placed: dict[Locality, Any] = {}
+
+    def decided(self, rpc: str, policy: str) -> None:
+        child = self._decided.get((rpc, policy))
+        if child is None:
+            child = self._decided[(rpc, policy)] = self.decisions.labels(rpc, policy)
+        child.inc()
+
+    def placed(self, locality: Locality, n: int) -> None:
+        child = self._placed.get(locality)
+        if child is None:
+            child = self._placed[locality] = self.containers.labels(locality.name.lower())
+        child.inc(n)
 
 
 class Engine:
-    def __init__(self, policy: Policy, metrics: EngineMetrics | None = None):
+    """`learning`: "thread" runs the policy's online learner in its own thread behind a bounded queue (what
+    `policy-engine serve` does); "inline" runs it in the caller's thread in the same order (the emulator's
+    in-process driver and offline training: deterministic, nothing dropped)."""
+
+    def __init__(self, policy: Policy, metrics: EngineMetrics | None = None, learning: str = "inline",
+                 queue_capacity: int = DEFAULT_CAPACITY):
+        if learning not in ("thread", "inline"):
+            raise ValueError(f"learning must be 'thread' or 'inline', not {learning!r}")
         self.policy = policy
         self.metrics = metrics
-        self.opportunities = OpportunityTracker()
+        self.state = EngineState(SCHEDULING_OPPORTUNITIES in policy.reads)
+        # In-process observers of Report events (offline training logs); online learners go through `learning`.
         self.listeners: list[EventListener] = []
         # Called on each observation before the policy sees it, to add what the caller did not send (for example
         # policy_engine.hdfs.BlockLocator.annotate: HDFS block locations of the asks' input paths).
         self.annotators: list[Callable[[ScheduleObservation], None]] = []
-        # Called on each Report event before the listeners (for example policy_engine.labels.LocalityLabeler.label:
-        # the read level of a map container from the job's blocks).
+        # Called on each Report event before listeners and the learner see it (for example
+        # policy_engine.labels.LocalityLabeler.label: the read level of a map container from the job's blocks).
         self.event_annotators: list[EventListener] = []
         self.asks_seen = 0
         self.asks_with_blocks = 0
-        # Called with (observation, clipped decision) after every Schedule: online learners pair them with Reports.
-        self.decision_listeners: list[DecisionListener] = []
         self.learner = None
-        self._ids = itertools.count(1)
-        self._id_prefix = os.urandom(4).hex()
-        self._locality_labels = {loc: loc.name.lower() for loc in Locality}
+        self.learning: LearningLoop | None = None
+        self._learning_mode = learning
+        self._queue_capacity = queue_capacity
 
-    # ------------------------------------------------------------ observation level (in-process callers)
+    @property
+    def opportunities(self) -> OpportunityTracker | None:
+        return self.state.opportunities
+
+    # ------------------------------------------------------------ observation level
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
-        if SCHEDULE not in self.policy.capabilities:
-            raise NotImplementedError(f"policy {self.policy.name!r} does not schedule on node heartbeats")
+        policy = self.policy
+        if SCHEDULE not in policy.capabilities:
+            raise NotImplementedError(f"policy {policy.name!r} does not schedule on node heartbeats")
         for annotate in self.annotators:
             annotate(obs)
         with_blocks = sum(1 for ask in obs.asks if ask.job is not None and ask.job.input_blocks)
         self.asks_seen += len(obs.asks)
         self.asks_with_blocks += with_blocks
-        self.opportunities.offer(obs)
-        decision, cut = clip_schedule(obs, self.policy.schedule(obs))
-        self.opportunities.settle(obs, decision)
+        opportunities = self.state.opportunities
+        if opportunities is not None:
+            opportunities.offer(obs)
+        learning = self.learning
+        if learning is None:
+            decision, cut = clip_schedule(obs, policy.schedule(obs))
+        else:
+            raw, trace = policy.schedule_traced(obs)
+            decision, cut = clip_schedule(obs, raw)
+        if opportunities is not None:
+            opportunities.settle(obs, decision)
         m = self.metrics
         if m is not None:
-            m.decisions.labels("schedule", self.policy.name).inc()
+            m.decided("schedule", policy.name)
             for a in decision.assignments:
-                m.containers.labels(self._locality_labels[a.locality]).inc(a.count)
+                m.placed(a.locality, a.count)
             if cut:
                 m.clipped.inc(cut)
             if with_blocks:
@@ -195,31 +241,39 @@ class Engine:
             if len(obs.asks) > with_blocks:
                 m.asks.labels("no").inc(len(obs.asks) - with_blocks)
         if cut:
-            log.debug("policy %s assigned %d containers beyond what node %s allows; removed", self.policy.name, cut,
+            log.debug("policy %s assigned %d containers beyond what node %s allows; removed", policy.name, cut,
                       obs.node.node_id)
-        for listener in self.decision_listeners:
-            listener(obs, decision)
+        if learning is not None:
+            learning.decision(trace)  # never blocks: dropped and counted when the learner is behind
         return decision
 
     def attach_learner(self):
-        """Attach the policy's online learner, if it has one (a policy may define `make_learner()` returning an
-        object with `attach(engine)` and `close()`); the server and the in-process driver both call this, so a
-        learning policy learns the same way behind either. Returns the learner or None."""
-        make = getattr(self.policy, "make_learner", None)
-        learner = make() if make is not None else None
+        """Build the policy's online learner from the registry (if it has one and learns) and start feeding it;
+        the server and the in-process driver both call this, so a learning policy learns the same way behind
+        either. Returns the learner or None."""
+        learner = make_learner(self.policy)
         if learner is not None:
-            learner.attach(self)
             self.learner = learner
+            self.learning = LearningLoop(learner, self._queue_capacity, threaded=self._learning_mode == "thread",
+                                         on_drop=self._count_drop)
         return learner
 
+    def _count_drop(self, kind: str) -> None:
+        if self.metrics is not None:
+            self.metrics.learner_dropped.labels(kind).inc()
+
     def close(self) -> None:
-        """Let the learner persist what it learned (on shutdown)."""
-        if self.learner is not None:
-            self.learner.close()
+        """Let the learner finish what is queued and persist what it learned (on shutdown)."""
+        if self.learning is not None:
+            self.learning.close()
+            if self.metrics is not None and self.learner.errors:
+                self.metrics.learner_errors.inc(self.learner.errors)
 
     def route(self, obs: RouteObservation) -> RouteDecision:
         if ROUTE not in self.policy.capabilities:
             raise NotImplementedError(f"policy {self.policy.name!r} does not route jobs to clusters")
+        if obs.sequence is None:
+            obs.sequence = sequence_from_request_id(obs.request_id)
         decision = self.policy.route(obs)
         if not (0 <= decision.job_index < len(obs.jobs)):
             raise RuntimeError(f"policy {self.policy.name!r} chose job index {decision.job_index} "
@@ -227,49 +281,41 @@ class Engine:
         if all(c.cluster_id != decision.cluster_id for c in obs.clusters):
             raise RuntimeError(f"policy {self.policy.name!r} chose unknown cluster {decision.cluster_id}")
         if self.metrics is not None:
-            self.metrics.decisions.labels("route", self.policy.name).inc()
+            self.metrics.decided("route", self.policy.name)
         return decision
 
-    def report(self, events: Iterable[pb.Event]) -> int:
-        n = 0
+    def report(self, events: Iterable[Event], done: Callable[[], None] | None = None) -> int:
+        """Take feedback events; `done()` is called once the learner (if any) has taken them in, at once
+        otherwise. Returns how many were accepted."""
+        events = list(events)
+        for i, ev in enumerate(events):
+            if not isinstance(ev, Event) or not ev.kind:
+                raise InvalidEvent(f"events[{i}]: not a feedback event ({type(ev).__name__})")
+        if not events:
+            if done is not None:
+                done()
+            return 0
+        opportunities = self.state.opportunities
+        m = self.metrics
         for ev in events:
-            kind = ev.WhichOneof("kind")
-            if kind is None:
-                raise InvalidRequest(f"events[{n}]: no event kind set")
-            if kind == "job_finished" and ev.job_finished.job_id:
-                self.opportunities.forget_application(ev.job_finished.job_id)
-            if self.metrics is not None:
-                self.metrics.reports.labels(kind).inc()
+            if opportunities is not None and isinstance(ev, JobFinished) and ev.job_id:
+                opportunities.forget_application(ev.job_id)
+            if m is not None:
+                m.reports.labels(ev.kind).inc()
             for annotate in self.event_annotators:
                 annotate(ev)
             for listener in self.listeners:
                 listener(ev)
-            n += 1
-        return n
-
-    # ------------------------------------------------------------ message level (the gRPC server)
+        if self.learning is not None:
+            if not self.learning.events(events, done) and done is not None:
+                done()  # dropped (queue full): nothing to wait for
+        elif done is not None:
+            done()
+        return len(events)
 
     def next_decision_id(self) -> str:
-        return f"{self._id_prefix}-{next(self._ids)}"
+        return self.state.next_decision_id()
 
-    def schedule_pb(self, req: pb.ScheduleRequest) -> pb.ScheduleResponse:
-        obs = decode_schedule(req)
-        decision = self.schedule(obs)
-        return encode_schedule_decision(decision, req.request_id, self.next_decision_id(), self.policy.name,
-                                        self.policy.model_version)
 
-    def route_pb(self, req: pb.RouteRequest) -> pb.RouteResponse:
-        obs = decode_route(req)
-        decision = self.route(obs)
-        return encode_route_decision(decision, obs, self.next_decision_id(), self.policy.name,
-                                     self.policy.model_version)
-
-    def report_pb(self, req: pb.ReportRequest) -> pb.ReportResponse:
-        return pb.ReportResponse(accepted=self.report(req.events))
-
-    def info_pb(self) -> pb.GetInfoResponse:
-        caps = sorted(self.policy.capabilities | {REPORT_CAPABILITY})
-        return pb.GetInfoResponse(
-            protocol_version=PROTOCOL_VERSION, policy=self.policy.name, model_version=self.policy.model_version,
-            model_checksum=self.policy.model_checksum, capabilities=caps, engine_version=__version__,
-        )
+class InvalidEvent(ValueError):
+    """Something that is not a feedback event was reported (an in-process caller's bug)."""

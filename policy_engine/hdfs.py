@@ -22,10 +22,14 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlparse
 
-from hdfs import InsecureClient
-from hdfs.client import _Request
+from policy_engine.extras import require
 
-from policy_engine.types import BlockInfo, ScheduleObservation
+require("hdfs", extra="webhdfs", feature="--webhdfs (HDFS block locations)")
+
+from hdfs import InsecureClient  # noqa: E402
+from hdfs.client import _Request  # noqa: E402
+
+from policy_engine.types import BlockInfo, ScheduleObservation  # noqa: E402
 
 log = logging.getLogger(__name__)
 

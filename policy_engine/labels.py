@@ -33,8 +33,16 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from policy_engine.proto import pb
-from policy_engine.types import BlockInfo, Locality, ScheduleObservation
+from policy_engine.types import (
+    BlockInfo,
+    ContainerFinished,
+    ContainerStarted,
+    Event,
+    JobFinished,
+    Locality,
+    NodeAdded,
+    ScheduleObservation,
+)
 
 log = logging.getLogger(__name__)
 
@@ -148,13 +156,11 @@ class LocalityLabeler:
         rack_cached = self._rack_cached(block, rack) if level == Locality.RACK_LOCAL else None
         return int(level), rack_cached, block.block_id
 
-    def label(self, ev: pb.Event) -> None:
-        kind = ev.WhichOneof("kind")
-        if kind == "node_added":
-            e = ev.node_added
-            self.observe_node(e.node_id, e.host, e.rack)
-        elif kind == "container_started":
-            e = ev.container_started
+    def label(self, ev: Event) -> None:
+        if isinstance(ev, NodeAdded):
+            self.observe_node(ev.node_id, ev.host, ev.rack)
+        elif isinstance(ev, ContainerStarted):
+            e = ev
             if e.container_id in self._labels:
                 got = self._labels[e.container_id]
             else:
@@ -170,13 +176,12 @@ class LocalityLabeler:
                     self._labels.popitem(last=False)
                 self._count(got)
             self._apply(e, got)
-        elif kind == "container_finished":
-            e = ev.container_finished
-            got = self._labels.pop(e.container_id, None)
+        elif isinstance(ev, ContainerFinished):
+            got = self._labels.pop(ev.container_id, None)
             if got is not None:
-                self._apply(e, got)
-        elif kind == "job_finished":
-            self._apps.pop(ev.job_finished.job_id, None)
+                self._apply(ev, got)
+        elif isinstance(ev, JobFinished):
+            self._apps.pop(ev.job_id, None)
 
     def _count(self, got: tuple[int, bool | None, str]) -> None:
         level, rack_cached, _ = got
@@ -189,9 +194,6 @@ class LocalityLabeler:
     @staticmethod
     def _apply(e, got: tuple[int, bool | None, str]) -> None:
         level, rack_cached, block_id = got
-        e.locality = level
-        if rack_cached is None:
-            e.ClearField("rack_cached")
-        else:
-            e.rack_cached = rack_cached
+        e.locality = Locality(level)
+        e.rack_cached = rack_cached
         e.input_block_id = block_id

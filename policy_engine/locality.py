@@ -13,7 +13,7 @@ YARN ignores it. The plugin re-checks the same rules in Java (LocalityRules) bef
 
 from __future__ import annotations
 
-from policy_engine.types import ANY, Ask, Locality, Node
+from policy_engine.types import ANY, Ask, Assignment, Locality, Node, Resource
 
 
 def cache_local(ask: Ask, node: Node) -> bool:
@@ -22,6 +22,9 @@ def cache_local(ask: Ask, node: Node) -> bool:
     if job is None or not job.input_blocks:
         return False
     return any(node.host in b.cached_hosts or node.node_id in b.cached_hosts for b in job.input_blocks)
+
+
+_CACHE, _NODE, _RACK, _OFF = Locality.CACHE_LOCAL, Locality.NODE_LOCAL, Locality.RACK_LOCAL, Locality.OFF_SWITCH
 
 
 class AskOnNode:
@@ -84,8 +87,55 @@ class AskOnNode:
             self.rack -= n
         self.any -= n
 
-    def best_levels(self):
-        """Levels at which something can be placed now, best first."""
-        for level in (self.node_level, Locality.RACK_LOCAL, Locality.OFF_SWITCH):
-            if self.available(level) > 0:
-                yield level
+    def best_levels(self) -> list[Locality]:
+        """Levels at which something can be placed now, best first (`available` inlined: this runs for every
+        ask of every heartbeat, twice with the engine's clip)."""
+        levels = []
+        any_count = self.any
+        if (self.host if self.host < any_count else any_count) > 0:
+            levels.append(_CACHE if self.cached else _NODE)
+        if self.has_rack_entry and self.rack_relax and (self.rack if self.rack < any_count else any_count) > 0:
+            levels.append(_RACK)
+        if any_count > 0 and self.any_relax and (self.rack_relax or not self.has_rack_entry):
+            levels.append(_OFF)
+        return levels
+
+
+def place(out: list[Assignment], view: AskOnNode, free: Resource, allowed=None, limit: int | None = None,
+          merge: bool = False) -> tuple[Resource, int]:
+    """Give one ask containers on this node, best locality level first, as many as fit in `free` (and at most
+    `limit`), skipping levels for which `allowed(level)` is false; append them to `out` (with `merge`, a placement
+    at the same ask and level as the last entry extends it). Returns (what is left free, containers placed).
+
+    The placement loop of FIFO, Delay, ACL, CLQLMRS's FIFO part and the engine's safety clip.
+    """
+    ask = view.ask
+    res = ask.resource
+    placed = 0
+    for level in view.best_levels():
+        if limit is not None and placed >= limit:
+            break
+        if allowed is not None and not allowed(level):
+            continue  # each level has its own delay, checked independently as CapacityScheduler does
+        n = min(view.available(level), res.max_copies_in(free))
+        if limit is not None:
+            n = min(n, limit - placed)
+        if n <= 0:
+            continue
+        view.take(level, n)
+        free = free.minus(res, n)
+        placed += n
+        if merge and out and out[-1].ask_id == ask.ask_id and out[-1].locality == level:
+            out[-1].count += n
+        else:
+            out.append(Assignment(ask.ask_id, n, level))
+    return free, placed
+
+
+def add_assignment(out: list[Assignment], ask_id: str, level: Locality, n: int) -> None:
+    """Add n containers of one ask at one level to a decision, merged with an earlier entry of the same pair."""
+    for a in out:
+        if a.ask_id == ask_id and a.locality == level:
+            a.count += n
+            return
+    out.append(Assignment(ask_id, n, level))

@@ -7,10 +7,26 @@ import functools
 import importlib
 import pkgutil
 
+from policy_engine.extras import MissingExtra
+
+# module name -> why it was not loaded (an extra it needs is not installed); registries quote these when asked
+# for a name they do not hold, so `emulator train --algo rl-fc` without torch says which extra to install.
+unavailable: dict[str, str] = {}
+
 
 @functools.cache
 def import_all(package: str) -> None:
-    """Import every module of `package`, once per process."""
+    """Import every module of `package`, once per process; a module whose extra is missing is left out."""
     pkg = importlib.import_module(package)
     for mod in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"{package}.{mod.name}")
+        name = f"{package}.{mod.name}"
+        try:
+            importlib.import_module(name)
+        except MissingExtra as e:
+            unavailable[name] = str(e)
+
+
+def unavailable_note(package: str) -> str:
+    """'' or a sentence naming the modules of `package` left out for a missing extra, and why."""
+    notes = [f"{name}: {why}" for name, why in sorted(unavailable.items()) if name.startswith(package + ".")]
+    return (" (not loaded: " + "; ".join(notes) + ")") if notes else ""

@@ -81,12 +81,3 @@ def request_hash(request_id: str, salt: str = "") -> int:
     """A 64-bit number fixed by the request id: the randomness of the random baselines, identical in-process and
     over gRPC and reproducible from the episode's seed (the emulator's request ids name scenario, seed and step)."""
     return int.from_bytes(hashlib.blake2b(f"{salt}{request_id}".encode(), digest_size=8).digest(), "little")
-
-
-def sequence_number(request_id: str) -> tuple[str, int] | None:
-    """Split a request id of the form `<stream>:<n>` (n = Route decisions made before this one in the stream, as
-    the emulator numbers them) into (stream, n); None when it has no such suffix."""
-    stream, sep, n = request_id.rpartition(":")
-    if not sep or not n.isdigit():
-        return None
-    return stream, int(n)

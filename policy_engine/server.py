@@ -16,14 +16,27 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from policy_engine.codec import InvalidRequest
+from policy_engine import PROTOCOL_VERSION, __version__
+from policy_engine.codec import (
+    InvalidRequest,
+    ScheduleDecoder,
+    decode_events,
+    decode_route,
+    decode_schedule,
+    encode_route_decision,
+    encode_schedule_decision,
+    parse_schedule_request,
+)
 from policy_engine.engine import Engine, EngineMetrics
-from policy_engine.policy import Policy
+from policy_engine.policy import REPORT_CAPABILITY, Policy
 from policy_engine.proto import SERVICE_NAME, pb, pb_grpc
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+# A Report answers once the online learner has taken its events in (so the caller's next Schedule sees what was
+# learned; the emulator's remote mode relies on it), or after this long when the learner is behind.
+REPORT_WAIT_S = 0.5
 
 
 class _Refused(Exception):
@@ -37,6 +50,39 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         self.engine = engine
         self.metrics = metrics
         self._latency = {rpc: metrics.latency.labels(rpc) for rpc in ("schedule", "route", "report")}
+        self._decoder = ScheduleDecoder()
+
+    # ------------------------------------------------------------ messages <-> engine (the codec does the rest)
+
+    def schedule_message(self, req: pb.ScheduleRequest) -> pb.ScheduleResponse:
+        return self._schedule(decode_schedule(req))
+
+    def schedule_bytes(self, data: bytes) -> pb.ScheduleResponse:
+        """Schedule and ScheduleStream receive serialized requests (see `raw_schedule_requests`): decoded by the
+        caching ScheduleDecoder unless annotators (HDFS block locations) edit the observations."""
+        if self.engine.annotators:
+            return self._schedule(decode_schedule(parse_schedule_request(data)))
+        return self._schedule(self._decoder.decode(data))
+
+    def _schedule(self, obs) -> pb.ScheduleResponse:
+        engine, policy = self.engine, self.engine.policy
+        decision = engine.schedule(obs)
+        return encode_schedule_decision(decision, obs.request_id, engine.next_decision_id(), policy.name,
+                                        policy.model_version)
+
+    def route_message(self, req: pb.RouteRequest) -> pb.RouteResponse:
+        engine, policy = self.engine, self.engine.policy
+        obs = decode_route(req)
+        decision = engine.route(obs)
+        return encode_route_decision(decision, obs, engine.next_decision_id(), policy.name, policy.model_version)
+
+    def info_message(self) -> pb.GetInfoResponse:
+        policy = self.engine.policy
+        return pb.GetInfoResponse(
+            protocol_version=PROTOCOL_VERSION, policy=policy.name, model_version=policy.model_version,
+            model_checksum=policy.model_checksum, capabilities=sorted(policy.capabilities | {REPORT_CAPABILITY}),
+            engine_version=__version__,
+        )
 
     def _call(self, rpc: str, fn, request):
         t0 = time.perf_counter()
@@ -62,33 +108,87 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
             await context.abort(r.code, r.message)
 
     async def Schedule(self, request, context):
-        return await self._unary("schedule", self.engine.schedule_pb, request, context)
+        return await self._unary("schedule", self.schedule_bytes, request, context)
 
     async def ScheduleStream(self, request_iterator, context):
         async for request in request_iterator:
             try:
-                yield self._call("schedule", self.engine.schedule_pb, request)
+                yield self._call("schedule", self.schedule_bytes, request)
             except _Refused as r:
-                await context.abort(r.code, f"request {request.request_id!r}: {r.message}")
+                await context.abort(r.code, f"request {_request_id(request)!r}: {r.message}")
 
     async def Route(self, request, context):
-        return await self._unary("route", self.engine.route_pb, request, context)
+        return await self._unary("route", self.route_message, request, context)
 
     async def RouteStream(self, request_iterator, context):
         async for request in request_iterator:
             try:
-                yield self._call("route", self.engine.route_pb, request)
+                yield self._call("route", self.route_message, request)
             except _Refused as r:
                 await context.abort(r.code, f"request {request.request_id!r}: {r.message}")
 
     async def Report(self, request, context):
-        return await self._unary("report", self.engine.report_pb, request, context)
+        t0 = time.perf_counter()
+        try:
+            events = decode_events(request.events)
+        except InvalidRequest as e:
+            self.metrics.errors.labels("report", "INVALID_ARGUMENT").inc()
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        loop = asyncio.get_running_loop()
+        learned = loop.create_future()
+
+        def done() -> None:  # from the learner's thread, or at once when there is no learner
+            loop.call_soon_threadsafe(_resolve, learned)
+
+        try:
+            accepted = self.engine.report(events, done)
+        except Exception as e:
+            log.exception("report failed")
+            self.metrics.errors.labels("report", "INTERNAL").inc()
+            await context.abort(grpc.StatusCode.INTERNAL, f"report failed in the engine: {type(e).__name__}: {e}")
+        try:
+            await asyncio.wait_for(learned, REPORT_WAIT_S)
+        except asyncio.TimeoutError:
+            pass  # the learner is behind: the events are queued, the caller need not wait for them
+        self._latency["report"].observe(time.perf_counter() - t0)
+        return pb.ReportResponse(accepted=accepted)
 
     async def GetInfo(self, request, context):
         # counters an operator asks for with `policy-engine info`, as trailing metadata (the message is shared)
         context.set_trailing_metadata((("yarnrl-asks-total", str(self.engine.asks_seen)),
                                        ("yarnrl-asks-with-blocks", str(self.engine.asks_with_blocks))))
-        return self.engine.info_pb()
+        return self.info_message()
+
+
+def _request_id(data: bytes) -> str:
+    try:
+        return parse_schedule_request(data).request_id
+    except InvalidRequest:
+        return "?"
+
+
+class _RawScheduleRequests:
+    """Registers the generated service with Schedule and ScheduleStream receiving the serialized request (no
+    request deserializer), so the server's ScheduleDecoder reads it; every other method is as generated."""
+
+    RAW = ("Schedule", "ScheduleStream")
+
+    def __init__(self, server):
+        self.server = server
+
+    def add_generic_rpc_handlers(self, handlers) -> None:
+        pass  # registered below, with the raw handlers
+
+    def add_registered_method_handlers(self, service: str, handlers: dict) -> None:
+        for name in self.RAW:
+            handlers[name] = handlers[name]._replace(request_deserializer=None)
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+        self.server.add_registered_method_handlers(service, handlers)
+
+
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metrics_port: int | None = None,
@@ -101,7 +201,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     """
     metrics = EngineMetrics()
     if engine is None:
-        engine = Engine(policy, metrics)
+        engine = Engine(policy, metrics, learning="thread")  # the learner runs in its own thread, off the loop
         engine.attach_learner()
     engine.metrics = metrics
     locator = None
@@ -121,7 +221,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ("grpc.so_reuseport", 0),
     ])
-    pb_grpc.add_PolicyEngineServicer_to_server(PolicyEngineService(engine, metrics), server)
+    pb_grpc.add_PolicyEngineServicer_to_server(PolicyEngineService(engine, metrics), _RawScheduleRequests(server))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -162,4 +262,4 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         await server.stop(grace_s)
         if locator is not None:
             locator.close()
-        engine.close()
+        await asyncio.to_thread(engine.close)  # the learner's final save: file I/O, off the event loop

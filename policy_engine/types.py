@@ -1,14 +1,16 @@
-"""Observations and decisions: what a policy sees and returns.
+"""Observations, decisions and feedback events: what a policy sees and returns, and what a learner hears.
 
-These are the Python view of the yarnrl.v1 messages (policy_engine.codec converts both ways). Policies take them
-rather than protobuf messages so the emulator can call a policy in-process without serializing, and so learned
-policies get numpy arrays where the protocol has repeated numbers.
+These are the Python view of the yarnrl.v1 messages (policy_engine.codec converts both ways; only the codec, the
+server and the client touch protobuf). Policies take them rather than protobuf messages so the emulator can call a
+policy in-process without serializing, and so learned policies get numpy arrays where the protocol has repeated
+numbers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import ClassVar
 
 import numpy as np
 
@@ -41,10 +43,23 @@ class Resource:
     def fits_in(self, other: Resource, times: int = 1) -> bool:
         if self.memory_mb * times > other.memory_mb or self.vcores * times > other.vcores:
             return False
-        return all(v * times <= other.extra.get(k, 0) for k, v in self.extra.items())
+        return not self.extra or all(v * times <= other.extra.get(k, 0) for k, v in self.extra.items())
 
     def max_copies_in(self, other: Resource) -> int:
         """How many containers of this size fit into `other` (a large number when this is zero-sized)."""
+        if not self.extra:  # the usual case (memory and vcores only), without building a list
+            m, v = self.memory_mb, self.vcores
+            if m > 0:
+                n = other.memory_mb // m
+                if v > 0:
+                    nv = other.vcores // v
+                    if nv < n:
+                        n = nv
+            elif v > 0:
+                n = other.vcores // v
+            else:
+                return 1 << 30
+            return n if n > 0 else 0
         limits = []
         if self.memory_mb > 0:
             limits.append(other.memory_mb // self.memory_mb)
@@ -56,6 +71,8 @@ class Resource:
         return max(0, min(limits)) if limits else 1 << 30
 
     def minus(self, other: Resource, times: int = 1) -> Resource:
+        if not self.extra and not other.extra:
+            return Resource(self.memory_mb - other.memory_mb * times, self.vcores - other.vcores * times, {})
         extra = dict(self.extra)
         for k, v in other.extra.items():
             extra[k] = extra.get(k, 0) - v * times
@@ -219,14 +236,98 @@ class ClusterState:
 
 
 @dataclass(slots=True)
+class RouteSequence:
+    """Where a Route request stands in its caller's stream (RouteRequest.sequence / stream_id): `index` decisions
+    were asked for before it in the stream named `stream`."""
+
+    stream: str
+    index: int
+
+
+@dataclass(slots=True)
 class RouteObservation:
     jobs: list[RouteJob]
     clusters: list[ClusterState]
     time: float = 0.0
     request_id: str = ""
+    sequence: RouteSequence | None = None  # the request's turn in its caller's stream, when the caller numbers them
 
 
 @dataclass(slots=True)
 class RouteDecision:
     job_index: int
     cluster_id: int
+
+
+# ---------------------------------------------------------------- Report (feedback events)
+
+
+@dataclass(slots=True, kw_only=True)
+class Event:
+    """Base of the feedback events (the kinds of yarnrl.v1.Event). `kind` names the protocol's oneof field."""
+
+    kind: ClassVar[str] = ""
+    timestamp_ms: int = 0       # or the Route path's time unit
+    decision_id: str = ""       # the decision this event follows from, when known
+
+
+@dataclass(slots=True)
+class ContainerStarted(Event):
+    kind: ClassVar[str] = "container_started"
+    container_id: str = ""
+    application_id: str = ""
+    node_id: str = ""
+    ask_id: str = ""
+    locality: Locality = Locality.UNSPECIFIED
+    rack_cached: bool | None = None  # RACK_LOCAL: a cached replica in the node's rack (CRL) or not (DRL); None unknown
+    input_block_id: str = ""         # the input block the label refers to, when known
+
+
+@dataclass(slots=True)
+class ContainerFinished(Event):
+    kind: ClassVar[str] = "container_finished"
+    container_id: str = ""
+    application_id: str = ""
+    node_id: str = ""
+    runtime_ms: int = 0
+    exit_status: int = 0
+    locality: Locality = Locality.UNSPECIFIED
+    rack_cached: bool | None = None
+    input_block_id: str = ""
+
+
+@dataclass(slots=True)
+class JobFinished(Event):
+    kind: ClassVar[str] = "job_finished"
+    job_id: str = ""            # application id, or RouteJob.job_id
+    cluster_id: int = 0
+    runtime: float = 0.0
+    delay_ratio: float = 0.0    # actual / optimal run time, 0 = unknown
+    missed_deadlines: int = 0
+    succeeded: bool = False
+
+
+@dataclass(slots=True)
+class DeadlineMissed(Event):
+    kind: ClassVar[str] = "deadline_missed"
+    job_id: str = ""
+    cluster_id: int = 0
+
+
+@dataclass(slots=True)
+class NodeAdded(Event):
+    kind: ClassVar[str] = "node_added"
+    node_id: str = ""
+    host: str = ""
+    rack: str = ""
+    total: Resource = field(default_factory=Resource)
+
+
+@dataclass(slots=True)
+class NodeRemoved(Event):
+    kind: ClassVar[str] = "node_removed"
+    node_id: str = ""
+
+
+EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (
+    ContainerStarted, ContainerFinished, JobFinished, DeadlineMissed, NodeAdded, NodeRemoved)}

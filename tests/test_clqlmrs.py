@@ -19,9 +19,8 @@ from policy_engine.clqlmrs import (
 )
 from policy_engine.engine import Engine
 from policy_engine.policy import create
-from policy_engine.proto import pb
 from policy_engine.qlearning import EpsilonSchedule, QTable, sarsa_update
-from policy_engine.types import Locality
+from policy_engine.types import ContainerFinished, ContainerStarted, JobFinished, Locality
 
 CL, DL, CRL, DRL, NO = (int(s) for s in LocalityState)
 
@@ -160,8 +159,7 @@ def test_bad_options_are_refused_with_a_message():
 
 
 def _started(app, node_id, level, cid):
-    return pb.Event(container_started=pb.ContainerStarted(container_id=cid, application_id=app, node_id=node_id,
-                                                          locality=level))
+    return ContainerStarted(container_id=cid, application_id=app, node_id=node_id, locality=level)
 
 
 def test_learner_updates_the_table_from_reports_hand_worked():
@@ -181,10 +179,10 @@ def test_learner_updates_the_table_from_reports_hand_worked():
     # r1 = 1 * 1/2; successor known: Q(s,P) = 0.1 * (0.5 + 0.95 * 0) = 0.05
     assert policy.table.q[s, PLACE] == pytest.approx(0.05)
     engine.report([_started("app2", "n1:8041", Locality.NODE_LOCAL, "c2"),
-                   pb.Event(container_finished=pb.ContainerFinished(container_id="c1", application_id="app2",
-                                                                    node_id="n1:8041", locality=1))])
+                   ContainerFinished(container_id="c1", application_id="app2", node_id="n1:8041",
+                                     locality=Locality.CACHE_LOCAL)])
     assert policy.table.q[s, PLACE] == pytest.approx(0.05)  # last step waits for the job's end (terminal)
-    engine.report([pb.Event(job_finished=pb.JobFinished(job_id="app2", succeeded=True))])
+    engine.report([JobFinished(job_id="app2", succeeded=True)])
     # r2 = 0.5 * 1/2 (one data-local of 2 tasks); terminal: 0.05 + 0.1 * (0.25 - 0.05) = 0.07
     assert policy.table.q[s, PLACE] == pytest.approx(0.07)
     assert policy.table.visits[s, PLACE] == 2 and learner.updates == 2 and learner.episodes == 1
@@ -245,7 +243,7 @@ def test_learner_saves_atomically_and_a_restart_resumes(tmp_path):
     engine.schedule(observe(node("n1", free_gb=2), [job]))
     engine.report([_started("app2", "n1:8041", Locality.CACHE_LOCAL, "c1"),
                    _started("app2", "n1:8041", Locality.CACHE_LOCAL, "c2"),
-                   pb.Event(job_finished=pb.JobFinished(job_id="app2"))])
+                   JobFinished(job_id="app2")])
     engine.close()
     assert [p.name for p in path.parent.iterdir()] == ["q.safetensors"]  # no temp file left behind
     restarted = create("clqlmrs", save_to=str(path))
@@ -268,12 +266,12 @@ def test_learning_problems_never_fail_scheduling_or_reports(monkeypatch):
     learner = engine.attach_learner()
     # outcomes of containers it never placed (AMs, reduces, another scheduler's) are ignored, not errors
     assert engine.report([_started("app9", "n3:8041", Locality.NODE_LOCAL, "c9"),
-                          pb.Event(job_finished=pb.JobFinished(job_id="app9"))]) == 2
+                          JobFinished(job_id="app9")]) == 2
     assert learner.errors == 0 and learner.updates == 0 and not policy.table.q.any()
 
-    def broken(obs):
-        raise RuntimeError("bug in the learner's replay")
+    def broken(trace):
+        raise RuntimeError("bug in the learner")
 
-    monkeypatch.setattr(policy, "trace", broken)
+    monkeypatch.setattr(learner, "on_decision", broken)
     decision = engine.schedule(observe(node("n1"), list(_jobs())))
     assert sum(a.count for a in decision.assignments) == 4 and learner.errors == 1

@@ -7,8 +7,17 @@ from heartbeats import node, observe
 from policy_engine.engine import Engine
 from policy_engine.labels import LocalityLabeler, task_order
 from policy_engine.policy import create
-from policy_engine.proto import pb
-from policy_engine.types import Ask, BlockInfo, JobMetadata, Locality, LocalityRequest, Resource
+from policy_engine.types import (
+    Ask,
+    BlockInfo,
+    ContainerFinished,
+    ContainerStarted,
+    JobMetadata,
+    Locality,
+    LocalityRequest,
+    NodeAdded,
+    Resource,
+)
 
 # four hosts in two racks, replication 2 (one replica per rack), b0 and b2 cached
 BLOCKS = (
@@ -30,28 +39,20 @@ def maps_ask(pending: int = 4) -> Ask:
                num_containers=pending, locality=loc, job=JobMetadata(input_blocks=BLOCKS, input_paths=("/in",)))
 
 
-def started(cid: str, host: str, ask_id: str = "app1_01/20/0", locality: int = Locality.NODE_LOCAL) -> pb.Event:
-    ev = pb.Event()
-    ev.container_started.container_id = cid
-    ev.container_started.application_id = "app1"
-    ev.container_started.node_id = f"{host}:8041"
-    ev.container_started.ask_id = ask_id
-    ev.container_started.locality = locality
-    return ev
+def started(cid: str, host: str, ask_id: str = "app1_01/20/0", locality: int = Locality.NODE_LOCAL):
+    return ContainerStarted(container_id=cid, application_id="app1", node_id=f"{host}:8041", ask_id=ask_id,
+                            locality=Locality(locality))
 
 
-def labelled(labeler: LocalityLabeler, ev: pb.Event):
+def labelled(labeler: LocalityLabeler, ev):
     labeler.label(ev)
-    e = getattr(ev, ev.WhichOneof("kind"))
-    return Locality(e.locality), (e.rack_cached if e.HasField("rack_cached") else None), e.input_block_id
+    return Locality(ev.locality), ev.rack_cached, ev.input_block_id
 
 
 def seeded_labeler() -> LocalityLabeler:
     labeler = LocalityLabeler()
     for h, r in RACK.items():
-        ev = pb.Event()
-        ev.node_added.node_id, ev.node_added.host, ev.node_added.rack = f"{h}:8041", h, r
-        labeler.label(ev)
+        labeler.label(NodeAdded(node_id=f"{h}:8041", host=h, rack=r))
     labeler.annotate(observe(node("n1"), [maps_ask()]))
     return labeler
 
@@ -77,10 +78,7 @@ def test_labels_follow_the_application_masters_choice_on_each_host():
                                                                                     "/in/part-3@0")
     assert labeler.labelled == {"cl": 1, "dl": 1, "crl": 0, "drl": 1, "no": 1}
     # ContainerFinished carries the started label; a repeated ContainerStarted does not consume a second block
-    fin = pb.Event()
-    fin.container_finished.container_id = "c2"
-    fin.container_finished.application_id = "app1"
-    fin.container_finished.locality = Locality.NODE_LOCAL
+    fin = ContainerFinished(container_id="c2", application_id="app1", locality=Locality.NODE_LOCAL)
     assert labelled(labeler, fin) == (Locality.CACHE_LOCAL, None, "/in/part-0@0")
 
 
@@ -109,13 +107,26 @@ def test_non_map_containers_keep_the_plugins_label_and_asks_see_only_pending_blo
     assert len(ask.job.input_blocks) == 4
 
 
+def test_rack_cached_and_the_block_id_survive_the_protocol():
+    from policy_engine.codec import decode_event, encode_event
+
+    ev = ContainerStarted(container_id="c", application_id="a", locality=Locality.RACK_LOCAL, rack_cached=False,
+                          input_block_id="/in/part-2@0")
+    msg = encode_event(ev)
+    assert msg.container_started.HasField("rack_cached") and not msg.container_started.rack_cached
+    assert decode_event(msg) == ev
+    unknown = encode_event(ContainerStarted(container_id="c", locality=Locality.NODE_LOCAL))
+    assert not unknown.container_started.HasField("rack_cached")
+    assert decode_event(unknown).rack_cached is None
+
+
 def test_engine_relabels_events_before_learners_see_them():
     labeler = seeded_labeler()
     engine = Engine(create("fifo"))
     engine.annotators.append(labeler.annotate)
     engine.event_annotators.append(labeler.label)
     seen = []
-    engine.listeners.append(lambda ev: seen.append(ev.container_started.locality))
+    engine.listeners.append(lambda ev: seen.append(ev.locality))
     engine.report([started("c1", "n1")])
     assert seen == [Locality.CACHE_LOCAL]  # n1: part-1 (task 0) has no replica there; part-0 is cached on n1
     assert labeler.labelled["cl"] == 1

@@ -85,7 +85,7 @@ def test_whole_episode_accounts_for_every_task_and_event():
         events += sim.take_events()
         sim.apply(driver.schedule(sim.observe()))
     events += sim.take_events()
-    kinds = [e.WhichOneof("kind") for e in events]
+    kinds = [e.kind for e in events]
     assert kinds.count("container_started") == 15 and kinds.count("container_finished") == 15
     assert kinds.count("job_finished") == 1
     m = sim.metrics()
@@ -183,9 +183,9 @@ def test_join_runs_two_stages_and_its_second_reads_an_uncached_file_written_by_t
     driver = InProcessDriver(create("fifo"))
     finished = 0
     while sim.advance():
-        finished += sum(e.WhichOneof("kind") == "job_finished" for e in sim.take_events())
+        finished += sum(e.kind == "job_finished" for e in sim.take_events())
         sim.apply(driver.schedule(sim.observe()))
-    finished += sum(e.WhichOneof("kind") == "job_finished" for e in sim.take_events())
+    finished += sum(e.kind == "job_finished" for e in sim.take_events())
     assert finished == 4 and len(sim.jobs) == 4
     second = [j for j in sim.jobs if j.stage == 1]
     first = {j.index: j for j in sim.jobs if j.stage == 0}

@@ -5,9 +5,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from policy_engine.engine import Engine, sequence_from_request_id
 from policy_engine.policy import ROUTE, create, spec
-from policy_engine.routing import mean_occupation, most_likely, sequence_number
-from policy_engine.types import ClusterDemand, ClusterState, JobCategory, RouteJob, RouteObservation
+from policy_engine.routing import mean_occupation, most_likely
+from policy_engine.types import ClusterDemand, ClusterState, JobCategory, RouteJob, RouteObservation, RouteSequence
 
 
 def cluster(cid, capacity, occ, available=None, current=None, hetero=0.0):
@@ -85,8 +86,8 @@ def test_most_likely_and_worker_request():
     assert most_likely(np.array([30] * 8 + [60] * 2)) == 30
     assert most_likely(np.array([60] * 5 + [30] * 5)) == 30     # equal counts: the smaller
     assert most_likely(np.array([10, 20, 20, 30, 30, 30, 40, 40, 50, 60])) == 30
-    assert sequence_number("multicluster-uniform/3:17") == ("multicluster-uniform/3", 17)
-    assert sequence_number("no-suffix") is None
+    assert sequence_from_request_id("multicluster-uniform/3:17") == RouteSequence("multicluster-uniform/3", 17)
+    assert sequence_from_request_id("no-suffix") is None
 
 
 def hetero_obs(request_id="ep:0"):
@@ -112,14 +113,25 @@ def test_maf_divides_by_the_jobs_request_on_each_cluster():
     assert create("maf").route(o).cluster_id == 1
 
 
-def test_round_robin_turns_with_the_decision_number_from_a_random_start():
+def sequenced(stream, n):
+    o = hetero_obs(f"opaque-id-{stream}-{n}")   # ids are opaque: the turn is RouteRequest.sequence
+    o.sequence = RouteSequence(stream, n)
+    return o
+
+
+def test_round_robin_turns_with_the_sequence_number_from_a_random_start():
     policy = create("rr")
-    ids = [policy.route(hetero_obs(f"episode-a:{n}")).cluster_id for n in range(7)]
+    ids = [policy.route(sequenced("episode-a", n)).cluster_id for n in range(7)]
     start = ids[0]
     assert ids == [((start - 1 + n) % 3) + 1 for n in range(7)]
-    starts = {policy.route(hetero_obs(f"episode-{k}:0")).cluster_id for k in range(30)}
+    starts = {policy.route(sequenced(f"episode-{k}", 0)).cluster_id for k in range(30)}
     assert starts == {1, 2, 3}                        # the start differs between episodes
-    assert all(policy.route(hetero_obs(f"episode-a:{n}")).job_index == 1 for n in range(3))
+    assert all(policy.route(sequenced("episode-a", n)).job_index == 1 for n in range(3))
+    # An older caller without the field but with `<stream>:<n>` ids gets the same turns (the engine reads them).
+    engine = Engine(policy)
+    assert [engine.route(hetero_obs(f"episode-a:{n}")).cluster_id for n in range(7)] == ids
+    # Neither: a cluster drawn from a hash of the id, the same for the same id.
+    assert engine.route(hetero_obs("no-turn")) == engine.route(hetero_obs("no-turn"))
 
 
 def test_ran_picks_least_request_job_and_hashes_the_cluster():

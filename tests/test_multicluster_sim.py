@@ -7,7 +7,7 @@ from emulator.drivers import InProcessDriver
 from emulator.multicluster.sim import FIFO, HALTED_FIRST, Federation, MultiClusterSim
 from emulator.multicluster.workload import ArrivalPattern, JobProfile, Workload
 from policy_engine.policies.multicluster import SmallestFirstE
-from policy_engine.types import JobCategory, RouteDecision
+from policy_engine.types import JobCategory, JobFinished, RouteDecision
 
 REG, TC, ST = int(JobCategory.REGULAR), int(JobCategory.TIME_CRITICAL), int(JobCategory.STREAMING)
 
@@ -102,9 +102,9 @@ def test_streaming_batches_release_on_period_and_report_events():
     assert r.ratio_delay[0] == [1.0, 1.0, 10 / 4]
     assert r.ratio_delay[1] == [15 / 12]
     assert r.tmdl == 1
-    kinds = [e.WhichOneof("kind") for e in events]
+    kinds = [e.kind for e in events]
     assert kinds.count("job_finished") == 2 and kinds.count("deadline_missed") == 1
-    fin = [e.job_finished for e in events if e.WhichOneof("kind") == "job_finished"]
+    fin = [e for e in events if isinstance(e, JobFinished)]
     stream = next(f for f in fin if f.job_id == "j0")
     assert stream.runtime == 30 and stream.missed_deadlines == 1 and stream.cluster_id == 1
     assert stream.delay_ratio == pytest.approx((1 + 1 + 10 / 4) / 3)
@@ -141,8 +141,8 @@ def test_generated_episode_conserves_jobs_and_events():
     events += sim.take_events()
     r = sim.result()
     assert decisions == r.decisions == 120
-    assert sum(e.WhichOneof("kind") == "job_finished" for e in events) == 120
-    assert sum(e.WhichOneof("kind") == "deadline_missed" for e in events) == r.tmdl
+    assert sum(e.kind == "job_finished" for e in events) == 120
+    assert sum(e.kind == "deadline_missed" for e in events) == r.tmdl
     assert (r.cluster_of_job >= 0).all()
     assert all(len(x) == n for x, n in zip(r.ratio_delay, sim.workload.executions))
     assert min(min(x) for x in r.ratio_delay) >= 1.0       # nothing runs faster than its optimal time

@@ -17,8 +17,7 @@ from emulator.learners.rl_fc import (
 from policy_engine.artifact import ArtifactError, save_artifact
 from policy_engine.features.multicluster import rlfc_states
 from policy_engine.policies.rl_fc import RlFcPolicy, ValueNetwork
-from policy_engine.proto import pb
-from policy_engine.types import ClusterState, JobCategory, RouteJob, RouteObservation
+from policy_engine.types import ClusterState, DeadlineMissed, JobCategory, JobFinished, RouteJob, RouteObservation
 
 CAPACITIES = [500, 800, 1200, 1300, 1900]
 
@@ -165,14 +164,10 @@ def test_episode_log_turns_reports_into_values():
     obs.time = 12.0
     log.decided(obs, states, 0, 0)   # job-0-0: regular, deployed at t = 12
 
-    def ev(t, **kind):
-        return pb.Event(timestamp_ms=t, **kind)
-
-    log.on_event(ev(11, deadline_missed=pb.DeadlineMissed(job_id="job-0-1", cluster_id=4)))
-    log.on_event(ev(15, deadline_missed=pb.DeadlineMissed(job_id="other", cluster_id=0)))
-    log.on_event(ev(20, job_finished=pb.JobFinished(job_id="job-0-1", cluster_id=4, delay_ratio=1.3,
-                                                    missed_deadlines=1)))
-    log.on_event(ev(30, deadline_missed=pb.DeadlineMissed(job_id="other", cluster_id=0)))
+    log.on_event(DeadlineMissed(job_id="job-0-1", cluster_id=4, timestamp_ms=11))
+    log.on_event(DeadlineMissed(job_id="other", cluster_id=0, timestamp_ms=15))
+    log.on_event(JobFinished(job_id="job-0-1", cluster_id=4, delay_ratio=1.3, missed_deadlines=1, timestamp_ms=20))
+    log.on_event(DeadlineMissed(job_id="other", cluster_id=0, timestamp_ms=30))
     # job-0-0 never finishes in this episode: it gets no value
     s, a, v = log.knowledge(RlFcConfig())
     assert a.tolist() == [4]

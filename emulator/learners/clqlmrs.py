@@ -27,8 +27,8 @@ from emulator.learners import common
 from emulator.scenario import Scenario
 from emulator.training import register_algo
 from policy_engine.artifact import ArtifactError
-from policy_engine.clqlmrs import POLICY_NAME
-from policy_engine.policies.clqlmrs import ClqlmrsPolicy
+from policy_engine.clqlmrs import PAPER_EPSILON, POLICY_NAME, ClqlmrsConfig, ClqlmrsModel
+from policy_engine.clqlmrs.policy import ClqlmrsPolicy
 
 DEFAULT_EPISODES = 200
 EVAL_SEED_OFFSET = 1_000_000  # held-out seeds, never trained on
@@ -37,26 +37,29 @@ _TABLE_KEYS = ("mode", "alpha", "gamma", "epsilon_decay", "decay_every", "wait_c
                "max_tasks", "max_nodes")
 
 
+# Training's own settings (the table's hyper-parameters and their defaults are ClqlmrsConfig's).
+TRAIN_DEFAULTS = {"eval_every": 0, "eval_episodes": 3}
+_TRAINED = ("mode", "alpha", "gamma", "epsilon", "epsilon_decay", "decay_every", "wait_cost", "max_wait", "order",
+            "max_tasks", "max_nodes")
+
+
 def _config(options: dict[str, Any]) -> dict[str, Any]:
-    known = {"mode", "alpha", "gamma", "epsilon", "epsilon_decay", "decay_every", "wait_cost", "max_wait", "order",
-             "eval_every", "eval_episodes", "max_tasks", "max_nodes"}
+    known = set(_TRAINED) | set(TRAIN_DEFAULTS)
     unknown = set(options) - known
     if unknown:
         raise ValueError(f"unknown clqlmrs option(s) {sorted(unknown)}; valid: {sorted(known)}")
-    cfg = {"mode": "abstract", "alpha": 0.1, "gamma": 0.95, "epsilon": 1.0, "epsilon_decay": 0.999,
-           "decay_every": 10, "wait_cost": 0.05, "max_wait": 1.0, "order": "fifo", "eval_every": 0,
-           "eval_episodes": 3, "max_tasks": 1024, "max_nodes": 32}
-    cfg.update(options)
-    return cfg
+    table = ClqlmrsConfig.parse(**{"epsilon": PAPER_EPSILON, **{k: v for k, v in options.items() if k in _TRAINED}})
+    return {**{k: getattr(table, k) for k in _TRAINED}, **TRAIN_DEFAULTS,
+            **{k: options[k] for k in TRAIN_DEFAULTS if k in options}}
 
 
 def evaluate(scenario: Scenario, policy: ClqlmrsPolicy, seeds: list[int]) -> dict[str, float]:
     """Mean metrics of the greedy, frozen copy of `policy` on `seeds`."""
-    frozen = ClqlmrsPolicy(mode=policy.encoding.mode, learn=False, wait_cost=policy.wait_cost, max_wait=policy.max_wait,
-                           order=policy.order,
-                           max_tasks=getattr(policy.encoding, "max_tasks", 1024),
-                           max_nodes=getattr(policy.encoding, "max_nodes", 32))
-    frozen.table = policy.table.copy()
+    cfg = policy.config
+    frozen_model = ClqlmrsModel(ClqlmrsConfig.parse(mode=cfg.mode, learn=False, wait_cost=cfg.wait_cost,
+                                                    max_wait=cfg.max_wait, order=cfg.order, max_tasks=cfg.max_tasks,
+                                                    max_nodes=cfg.max_nodes), policy.table.copy())
+    frozen = ClqlmrsPolicy(frozen_model)
     with InProcessDriver(frozen) as driver:
         runs = [scenario.run_episode(driver, s) for s in seeds]
     return {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
@@ -73,10 +76,7 @@ def train_clqlmrs(scenario: Scenario, episodes: int | None, seed: int, out: Path
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 
-    policy = ClqlmrsPolicy(mode=cfg["mode"], learn=True, epsilon=cfg["epsilon"], alpha=cfg["alpha"],
-                           gamma=cfg["gamma"], epsilon_decay=cfg["epsilon_decay"], decay_every=cfg["decay_every"],
-                           wait_cost=cfg["wait_cost"], max_wait=cfg["max_wait"], order=cfg["order"], seed=seed,
-                           max_tasks=cfg["max_tasks"], max_nodes=cfg["max_nodes"])
+    policy = ClqlmrsPolicy(learn=True, seed=seed, **{k: cfg[k] for k in _TRAINED})
     history: list[dict[str, Any]] = []
     start = 0
     if resume:
@@ -101,6 +101,7 @@ def train_clqlmrs(scenario: Scenario, episodes: int | None, seed: int, out: Path
     learner.episodes = learner._episode0 = 0
     for _ in range(start):  # replay the schedule up to the checkpoint
         learner.end_episode()
+    learner.publish()
 
     def checkpoint() -> None:
         meta = {"policy": POLICY_NAME, "encoding": policy.encoding.describe(), "config": cfg, "seed": seed,
@@ -121,6 +122,7 @@ def train_clqlmrs(scenario: Scenario, episodes: int | None, seed: int, out: Path
             row = {"episode": ep + 1, "epsilon": policy.epsilon, "train_reward": float(np.sum(rewards)),
                    **{f"train_{k}": float(v) for k, v in metrics.items()}}
             learner.end_episode()
+            learner.publish()  # the next episode explores with the decayed ε
             if (ep + 1) % eval_every == 0 or ep + 1 == episodes:
                 row.update({f"eval_{k}": v for k, v in evaluate(scenario, policy, eval_seeds).items()})
                 history.append(row)

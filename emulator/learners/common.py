@@ -14,9 +14,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
-from policy_engine.artifact import ArtifactError, load_artifact, save_artifact
+from policy_engine.extras import require
+
+require("tqdm", "matplotlib", extra="emulator", feature="training in the emulator")
+
+from tqdm import tqdm  # noqa: E402
+
+from policy_engine.artifact import ArtifactError, load_artifact, save_artifact  # noqa: E402
 
 CHECKPOINT = "checkpoint.safetensors"
 

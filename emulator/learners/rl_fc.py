@@ -28,18 +28,29 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
-from emulator.drivers import InProcessDriver
-from emulator.learners import common
-from emulator.multicluster.metrics import eval_app
-from emulator.scenario import Scenario
-from emulator.training import register_algo
-from policy_engine.policy import ROUTE, Policy, create
-from policy_engine.policies.rl_fc import LAYER_NAMES, POLICY_NAME, RlFcPolicy, ValueNetwork, job_states
-from policy_engine.proto import pb
-from policy_engine.types import JobCategory, RouteDecision, RouteObservation
+from policy_engine.extras import require
+
+require("torch", extra="train", feature="RL-FC training (emulator train --algo rl-fc)")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from emulator.drivers import InProcessDriver  # noqa: E402
+from emulator.learners import common  # noqa: E402
+from emulator.multicluster.metrics import eval_app  # noqa: E402
+from emulator.scenario import Scenario  # noqa: E402
+from emulator.training import register_algo  # noqa: E402
+from policy_engine.policy import ROUTE, Policy, create  # noqa: E402
+from policy_engine.policies.rl_fc import LAYER_NAMES, POLICY_NAME, RlFcPolicy, ValueNetwork, job_states  # noqa: E402
+from policy_engine.types import (  # noqa: E402
+    DeadlineMissed,
+    Event,
+    JobCategory,
+    JobFinished,
+    RouteDecision,
+    RouteObservation,
+)
 
 CHECKPOINT = "checkpoint.pt"
 MODEL = "model.safetensors"
@@ -210,22 +221,20 @@ class EpisodeLog:
         self.deploy_time.append(float(obs.time))
         self.time_critical.append(j.category in (JobCategory.TIME_CRITICAL, JobCategory.STREAMING))
 
-    def _decision(self, ev: pb.Event, job_id: str) -> int | None:
+    def _decision(self, ev: Event, job_id: str) -> int | None:
         i = self.index_of_job.get(job_id)
         return i if i is not None else self.index_of_decision.get(ev.decision_id)
 
-    def on_event(self, ev: pb.Event) -> None:
-        kind = ev.WhichOneof("kind")
-        if kind == "deadline_missed":
+    def on_event(self, ev: Event) -> None:
+        if isinstance(ev, DeadlineMissed):
             self.miss_times.append(float(ev.timestamp_ms))
-            i = self._decision(ev, ev.deadline_missed.job_id)
+            i = self._decision(ev, ev.job_id)
             if i is not None:
                 self.own_missed[i] = self.own_missed.get(i, 0) + 1
-        elif kind == "job_finished":
-            jf = ev.job_finished
-            i = self._decision(ev, jf.job_id)
+        elif isinstance(ev, JobFinished):
+            i = self._decision(ev, ev.job_id)
             if i is not None:
-                self.finished[i] = (float(ev.timestamp_ms), float(jf.delay_ratio), int(jf.missed_deadlines))
+                self.finished[i] = (float(ev.timestamp_ms), float(ev.delay_ratio), int(ev.missed_deadlines))
 
     def knowledge(self, cfg: RlFcConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(states, actions, values) of the decisions whose job finished; values by Eq. 1-2."""

@@ -26,8 +26,18 @@ import numpy as np
 
 from emulator.multicluster import metrics
 from emulator.multicluster.workload import ArrivalPattern, JobProfile, Workload, generate
-from policy_engine.proto import pb
-from policy_engine.types import ClusterDemand, ClusterState, JobCategory, RouteDecision, RouteJob, RouteObservation
+from policy_engine.types import (
+    ClusterDemand,
+    ClusterState,
+    DeadlineMissed,
+    Event,
+    JobCategory,
+    JobFinished,
+    RouteDecision,
+    RouteJob,
+    RouteObservation,
+    RouteSequence,
+)
 
 FIFO = "fifo"                  # seed 000: strict arrival order, the head of the queue blocks the rest
 HALTED_FIRST = "halted-first"  # seed 002: halted requests first, then this step's, each started if it fits
@@ -151,7 +161,7 @@ class MultiClusterSim:
         self.finished_delay = 0.0      # sum over finished jobs of 100 * mean(AR/OR - 1): AJDR * N at the end
         self.finished_standard = 0.0   # sum over finished jobs of 100 * mean(AR/SR): AJER * N at the end
         self.decisions = 0
-        self.events: list[pb.Event] = []
+        self.events: list[Event] = []
         self.t = 0
         self.done = False
         # the workload as Python lists for the event loop (scalar access to numpy arrays is slow)
@@ -192,7 +202,7 @@ class MultiClusterSim:
         self.t = t + 1 if self.buffer else self._next_event_time(t)
         return self._run_until_decision()
 
-    def take_events(self) -> list[pb.Event]:
+    def take_events(self) -> list[Event]:
         ev, self.events = self.events, []
         return ev
 
@@ -247,8 +257,9 @@ class MultiClusterSim:
             if rj is None:
                 rj = route_jobs[j] = self._make_route_job(j)
             jobs.append(rj)
-        return RouteObservation(jobs=jobs, clusters=clusters, time=float(t),
-                                request_id=f"{self.tag}/{self.seed}:{self.decisions}")
+        stream = f"{self.tag}/{self.seed}"
+        return RouteObservation(jobs=jobs, clusters=clusters, time=float(t), request_id=f"{stream}:{self.decisions}",
+                                sequence=RouteSequence(stream, self.decisions))
 
     def _make_route_job(self, j: int) -> RouteJob:
         w = self.workload
@@ -386,8 +397,7 @@ class MultiClusterSim:
             if deadline and ar > deadline:
                 self._missed[c] += 1
                 self._job_missed[job] += 1
-                self.events.append(pb.Event(timestamp_ms=t, deadline_missed=pb.DeadlineMissed(
-                    job_id=self._job_ids[job], cluster_id=self.cluster_ids[c])))
+                self.events.append(DeadlineMissed(self._job_ids[job], self.cluster_ids[c], timestamp_ms=t))
             batch += 1
             if batch < execs[job]:
                 release = self._arrival[job] + batch * self._period[job]
@@ -406,9 +416,8 @@ class MultiClusterSim:
         self.finished_delay += 100.0 * (mean_delay - 1.0)
         std = self._ratio_std[job]
         self.finished_standard += 100.0 * sum(std) / len(std)
-        self.events.append(pb.Event(timestamp_ms=t, job_finished=pb.JobFinished(
-            job_id=self._job_ids[job], cluster_id=self.cluster_ids[c], runtime=float(t - self._arrival[job]),
-            delay_ratio=mean_delay, missed_deadlines=self._job_missed[job], succeeded=True)))
+        self.events.append(JobFinished(self._job_ids[job], self.cluster_ids[c], float(t - self._arrival[job]),
+                                       mean_delay, self._job_missed[job], True, timestamp_ms=t))
 
     def _release(self, t: int) -> None:
         rel = self._releases

@@ -35,13 +35,16 @@ import numpy as np
 from emulator.yarn.hdfs import GB, MB, InputFile, Topology, make_input
 from emulator.yarn.workloads import APPS, RUNTIME_NOISE_SIGMA, AppProfile, map_runtime_s, profile, reduce_runtime_s
 from policy_engine.features.locality import NUM_STATES, TO_PROTOCOL, ReadLocality
-from policy_engine.proto import pb
 from policy_engine.types import (
     ANY,
     Ask,
     ClusterSummary,
     Container,
+    ContainerFinished,
+    ContainerStarted,
+    Event,
     JobCategory,
+    JobFinished,
     JobMetadata,
     Locality,
     LocalityRequest,
@@ -260,7 +263,7 @@ class YarnSimulation:
         self.expected_maps = maps_per_job * workload.jobs
         self.unfinished = workload.jobs * stages
         self._by_ask: dict[str, tuple[_Job, bool]] = {}
-        self._events: list[pb.Event] = []
+        self._events: list[Event] = []
         self._containers = 0
         self._requests = 0
         self._idle = 0
@@ -371,22 +374,15 @@ class YarnSimulation:
                 job.reduces_running -= 1
                 job.reduces_done += 1
             job.version += 1
-            ev = pb.Event(timestamp_ms=now)
-            ev.container_finished.container_id = c.container_id
-            ev.container_finished.application_id = job.app_id
-            ev.container_finished.node_id = self.node_ids[node]
-            ev.container_finished.runtime_ms = c.end_ms - c.start_ms
-            ev.container_finished.locality = int(TO_PROTOCOL[c.state]) if c.is_map else 0
-            self._events.append(ev)
+            self._events.append(ContainerFinished(
+                c.container_id, job.app_id, self.node_ids[node], c.end_ms - c.start_ms,
+                locality=TO_PROTOCOL[c.state] if c.is_map else Locality.UNSPECIFIED, timestamp_ms=now))
             if job.maps_done == job.num_maps and job.reduces_done == job.num_reduces:
                 job.finish_ms = now
                 job.active = False
                 self.unfinished -= 1
-                ev = pb.Event(timestamp_ms=now)
-                ev.job_finished.job_id = job.app_id
-                ev.job_finished.runtime = float(now - job.submit_ms)
-                ev.job_finished.succeeded = True
-                self._events.append(ev)
+                self._events.append(JobFinished(job.app_id, runtime=float(now - job.submit_ms), succeeded=True,
+                                                timestamp_ms=now))
                 if job.app.next_stage is not None:
                     self._next_stage(job)
         self.running[node] = keep
@@ -555,15 +551,11 @@ class YarnSimulation:
         self.free_vcores[node] -= 1
         self.running[node].append(_Container(cid, job, is_map, task, state, self.now, self.now + runtime_ms, mem,
                                              ask_id))
-        ev = pb.Event(timestamp_ms=self.now)
-        ev.container_started.container_id = cid
-        ev.container_started.application_id = job.app_id
-        ev.container_started.node_id = self.node_ids[node]
-        ev.container_started.ask_id = ask_id
-        ev.container_started.locality = int(TO_PROTOCOL[state]) if is_map else 0
-        self._events.append(ev)
+        self._events.append(ContainerStarted(cid, job.app_id, self.node_ids[node], ask_id,
+                                             TO_PROTOCOL[state] if is_map else Locality.UNSPECIFIED,
+                                             timestamp_ms=self.now))
 
-    def take_events(self) -> list[pb.Event]:
+    def take_events(self) -> list[Event]:
         events, self._events = self._events, []
         return events
 

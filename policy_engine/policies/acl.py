@@ -18,10 +18,10 @@ from __future__ import annotations
 import math
 
 from policy_engine.features.locality import cache_local_count, cached_fraction
-from policy_engine.locality import AskOnNode
+from policy_engine.locality import AskOnNode, place
 from policy_engine.policies.delay import DelayPolicy
 from policy_engine.policies.fifo import fifo_order
-from policy_engine.policy import SCHEDULE, Policy, register
+from policy_engine.policy import SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, register
 from policy_engine.types import Ask, Assignment, Locality, ScheduleDecision, ScheduleObservation
 
 
@@ -30,6 +30,7 @@ from policy_engine.types import Ask, Assignment, Locality, ScheduleDecision, Sch
 class AdaptiveCacheLocalPolicy(Policy):
     name = "acl"
     capabilities = frozenset({SCHEDULE})
+    reads = frozenset({SCHEDULING_OPPORTUNITIES})
 
     def __init__(self, c: float = 3, node_locality_delay: int = 40, rack_locality_additional_delay: int = -1):
         if not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
@@ -61,15 +62,8 @@ class AdaptiveCacheLocalPolicy(Policy):
             missed = ask.scheduling_opportunities
             if missed <= skips:
                 continue  # still waiting for cache locality: the node goes to the next job
-            for level in tuple(counts.best_levels()):
-                if not self.delay.allows(level, counts, missed - skips, num_nodes):
-                    continue
-                n = min(counts.available(level), ask.resource.max_copies_in(free))
-                if n <= 0:
-                    continue
-                out.append(Assignment(ask.ask_id, n, level))
-                counts.take(level, n)
-                free = free.minus(ask.resource, n)
+            free, _ = place(out, counts, free,
+                            lambda level: self.delay.allows(level, counts, missed - skips, num_nodes))
         return ScheduleDecision(out)
 
 

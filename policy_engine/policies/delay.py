@@ -12,9 +12,9 @@ the ask receives a node- or rack-local container (CapacityScheduler's resetSched
 
 from __future__ import annotations
 
-from policy_engine.locality import AskOnNode
+from policy_engine.locality import AskOnNode, place
 from policy_engine.policies.fifo import fifo_order
-from policy_engine.policy import SCHEDULE, Policy, register
+from policy_engine.policy import SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, register
 from policy_engine.types import Assignment, Locality, ScheduleDecision, ScheduleObservation
 
 
@@ -23,6 +23,7 @@ from policy_engine.types import Assignment, Locality, ScheduleDecision, Schedule
 class DelayPolicy(Policy):
     name = "delay"
     capabilities = frozenset({SCHEDULE})
+    reads = frozenset({SCHEDULING_OPPORTUNITIES})
 
     def __init__(self, node_locality_delay: int = 40, rack_locality_additional_delay: int = -1):
         if node_locality_delay < 0:
@@ -54,13 +55,6 @@ class DelayPolicy(Policy):
             if ask.num_containers <= 0 or not ask.resource.fits_in(free):
                 continue
             counts = AskOnNode(ask, obs.node)
-            for level in tuple(counts.best_levels()):
-                if not self.allows(level, counts, ask.scheduling_opportunities, num_nodes):
-                    continue  # each level has its own delay, checked independently as CapacityScheduler does
-                n = min(counts.available(level), ask.resource.max_copies_in(free))
-                if n <= 0:
-                    continue
-                out.append(Assignment(ask.ask_id, n, level))
-                counts.take(level, n)
-                free = free.minus(ask.resource, n)
+            missed = ask.scheduling_opportunities
+            free, _ = place(out, counts, free, lambda level: self.allows(level, counts, missed, num_nodes))
         return ScheduleDecision(out)

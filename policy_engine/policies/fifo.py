@@ -7,7 +7,7 @@ rack-local, then off-switch, with no waiting for locality (FifoScheduler.assignC
 
 from __future__ import annotations
 
-from policy_engine.locality import AskOnNode
+from policy_engine.locality import AskOnNode, place
 from policy_engine.policy import SCHEDULE, Policy, register
 from policy_engine.types import Ask, Assignment, ScheduleDecision, ScheduleObservation
 
@@ -29,12 +29,5 @@ class FifoPolicy(Policy):
         for ask in fifo_order(obs.asks):
             if ask.num_containers <= 0 or not ask.resource.fits_in(free):
                 continue
-            counts = AskOnNode(ask, obs.node)
-            for level in tuple(counts.best_levels()):
-                n = min(counts.available(level), ask.resource.max_copies_in(free))
-                if n <= 0:
-                    continue
-                out.append(Assignment(ask.ask_id, n, level))
-                counts.take(level, n)
-                free = free.minus(ask.resource, n)
+            free, _ = place(out, AskOnNode(ask, obs.node), free)
         return ScheduleDecision(out)

@@ -3,10 +3,12 @@
 For all three the job is the one with the least worker request in the buffer: the average over clusters of the
 executor count it most likely requests there (ties: the earliest job). The cluster:
 * RAN: uniformly random, drawn from a hash of the request id (reproducible, identical over gRPC);
-* RR: round-robin starting from a random cluster. A policy keeps no state, so the rotation is read from the
-  request id: the emulator names every Route request `<episode>:<n>` with n the jobs routed before it in the
-  episode; RR sends decision n to cluster (start + n) mod C, start drawn from a hash of `<episode>`. A request id
-  without that suffix (another caller) falls back to a hash of the whole id, i.e. a random cluster;
+* RR: round-robin starting from a random cluster. A policy keeps no state, so its turn is a field of the request:
+  RouteRequest.sequence = n, the decisions asked for before this one in the caller's stream (the emulator: jobs
+  routed before it in the episode), and stream_id names the stream. RR sends decision n to cluster
+  (start + n) mod C, start drawn from a hash of the stream. Older callers that send no sequence but a request id
+  `<stream>:<n>` get the same (the engine reads the suffix); a request with neither goes to a cluster drawn from a
+  hash of its id, i.e. a random one;
 * MAF: the most available cluster relative to the job, argmax (1 - RO_i) * CAP_i / ER_i with RO_i the average
   occupation ratio over the past 100 steps, CAP_i the capacity in effect (elastic expansion included) and ER_i the
   job's most likely executor request on cluster i.
@@ -21,7 +23,6 @@ from policy_engine.routing import (
     mean_occupation,
     most_likely_per_cluster,
     request_hash,
-    sequence_number,
     worker_request,
 )
 from policy_engine.types import RouteDecision, RouteObservation
@@ -41,20 +42,19 @@ class RandomCluster(Policy):
         return RouteDecision(least_request_job(obs), obs.clusters[cluster].cluster_id)
 
 
-@register("rr", "seed 002 RR: least-request job, clusters in turn from a random start (turn read from the "
-                "request id's `:<n>` suffix)", {ROUTE})
+@register("rr", "seed 002 RR: least-request job, clusters in turn from a random start (turn: RouteRequest.sequence)",
+          {ROUTE})
 class RoundRobin(Policy):
     name = "rr"
     capabilities = frozenset({ROUTE})
 
     def route(self, obs: RouteObservation) -> RouteDecision:
         n_clusters = len(obs.clusters)
-        seq = sequence_number(obs.request_id)
+        seq = obs.sequence
         if seq is None:
             cluster = request_hash(obs.request_id, "rr") % n_clusters
         else:
-            stream, n = seq
-            cluster = (request_hash(stream, "rr-start") + n) % n_clusters
+            cluster = (request_hash(seq.stream, "rr-start") + seq.index) % n_clusters
         return RouteDecision(least_request_job(obs), obs.clusters[cluster].cluster_id)
 
 

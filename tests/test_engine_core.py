@@ -1,0 +1,237 @@
+"""Engine core: learning off the decision path (bounded queue, drops counted, saves in the learner's thread),
+decisions unchanged by learning, explicit state, event dataclasses and the protocol boundary."""
+
+from __future__ import annotations
+
+import ast
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from clqlmrs_heartbeats import map_job, node, observe
+from emulator.drivers import Driver, InProcessDriver
+from emulator.scenario import get_scenario
+from policy_engine import artifact
+from policy_engine.codec import decode_route, encode_route
+from policy_engine.engine import Engine, EngineMetrics
+from policy_engine.learning import LearningLoop
+from policy_engine.policy import SCHEDULING_OPPORTUNITIES, available, create
+from policy_engine.types import (
+    ClusterState,
+    ContainerStarted,
+    JobFinished,
+    Locality,
+    RouteJob,
+    RouteObservation,
+    RouteSequence,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class BlockedLearner:
+    """A learner that holds its thread until released: the engine must not wait for it."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.entered = threading.Event()
+        self.decisions: list = []
+        self.reports: list = []
+        self.errors = 0
+        self.closed = False
+
+    def on_decision(self, trace):
+        self.entered.set()
+        self.release.wait(30)
+        self.decisions.append(trace)
+
+    def on_events(self, events):
+        self.reports.append(events)
+
+    def publish(self):
+        pass
+
+    def maybe_save(self):
+        pass
+
+    def close(self):
+        self.closed = True
+
+
+def test_full_queue_drops_and_counts_and_never_blocks_the_producer():
+    learner = BlockedLearner()
+    loop = LearningLoop(learner, capacity=3, threaded=True)
+    assert loop.decision("t0")
+    assert learner.entered.wait(10)          # the learner thread is now stuck inside "t0"
+    accepted = [loop.decision(f"t{i}") for i in range(1, 8)]   # returns at once although nothing is consumed
+    assert accepted == [True, True, True, False, False, False, False]
+    assert not loop.events([JobFinished(job_id="a")]) and loop.dropped == {"decision": 4, "report": 1}
+    learner.release.set()
+    assert loop.flush(10)
+    assert learner.decisions == ["t0", "t1", "t2", "t3"]   # what was queued is learned, in order
+    loop.close()
+    assert learner.closed
+
+
+def test_engine_counts_drops_in_its_metrics_and_decides_while_the_learner_is_stuck():
+    policy = create("clqlmrs", epsilon=0.0)
+    metrics = EngineMetrics()
+    engine = Engine(policy, metrics, learning="thread", queue_capacity=2)
+    learner = BlockedLearner()
+    engine.learner = learner
+    engine.learning = LearningLoop(learner, 2, threaded=True, on_drop=engine._count_drop)
+    job = map_job("app1", [(["n1", "n2"], [])] * 2)
+    decisions = [engine.schedule(observe(node("n1", ts=0), [job]))]
+    assert learner.entered.wait(10)  # the learner is stuck in the first decision; 2 more fit the queue
+    decisions += [engine.schedule(observe(node("n1", ts=t), [job])) for t in range(1, 6)]
+    assert all(sum(a.count for a in d.assignments) == 2 for d in decisions)
+    assert metrics.registry.get_sample_value("yarnrl_learner_dropped_total", {"kind": "decision"}) == 3
+    learner.release.set()
+    engine.close()
+
+
+class ThreadedDriver(Driver):
+    """An engine with its learner in a thread, as `policy-engine serve` runs it, called the way the server does:
+    a Report returns once the learner has taken its events in."""
+
+    mode = "threaded"
+
+    def __init__(self, policy):
+        self.engine = Engine(policy, learning="thread")
+        self.engine.attach_learner()
+
+    def schedule(self, obs):
+        return self.engine.schedule(obs)
+
+    def report(self, events):
+        done = threading.Event()
+        n = self.engine.report(events, done.set)
+        assert done.wait(30)
+        return n
+
+    def close(self):
+        self.engine.close()
+
+
+def test_learning_in_a_thread_gives_the_decisions_of_inline_learning():
+    """The learner publishes after each Report, so a thread-backed learner (serving) and an inline one (the
+    emulator) yield the same decisions, while exploration and learning both happen."""
+    scenario = get_scenario("locality-sort", maps=10, jobs=2, interarrival_s=0, cache_gb=4)
+    inline = InProcessDriver(create("clqlmrs", epsilon=0.3))
+    threaded = ThreadedDriver(create("clqlmrs", epsilon=0.3))
+    try:
+        for seed in range(2):
+            assert scenario.run_episode(threaded, seed) == scenario.run_episode(inline, seed)
+    finally:
+        threaded.close()
+    assert inline.engine.learner.updates == threaded.engine.learner.updates > 0
+
+
+def test_decisions_with_learning_on_are_the_policys_own_decisions():
+    """Between Reports the learner changes nothing a decision reads: with learning on, every decision equals what
+    a frozen policy on the same table decides, however many decisions the learner has queued."""
+    learning = create("clqlmrs", epsilon=0.0)
+    frozen = create("clqlmrs", learn=False)
+    engine_on, engine_off = Engine(learning, learning="thread"), Engine(frozen)
+    engine_on.attach_learner()
+    jobs = [map_job("app1", [(["n2", "n4"], [])] * 3, submit=0), map_job("app2", [(["n1", "n3"], ["n1"])] * 2, 1)]
+    for t in range(40):
+        n = node(f"n{1 + t % 4}", ts=t)
+        assert engine_on.schedule(observe(n, jobs, f"r{t}")) == engine_off.schedule(observe(n, jobs, f"r{t}"))
+    engine_on.close()
+
+
+def test_saves_run_in_the_learners_thread_and_never_run_git(tmp_path, monkeypatch):
+    path = tmp_path / "q.safetensors"
+    policy = create("clqlmrs", save_to=str(path), epsilon=0.0, save_every_s=0)
+    engine = Engine(policy, learning="thread")
+    learner = engine.attach_learner()
+    threads = []
+    real_save = policy.model.save
+
+    def save(*a, **k):
+        threads.append(threading.current_thread().name)
+        return real_save(*a, **k)
+
+    monkeypatch.setattr(policy.model, "save", save)
+
+    def no_git(*a, **k):
+        raise AssertionError("code_version ran git after start")
+
+    monkeypatch.setattr(artifact.subprocess, "run", no_git)
+    engine.schedule(observe(node("n1", free_gb=2), [map_job("app2", [(["n1", "n2"], ["n1"])] * 2)]))
+    done = threading.Event()
+    engine.report([ContainerStarted("c1", "app2", "n1:8041", locality=Locality.CACHE_LOCAL),
+                   JobFinished(job_id="app2")], done.set)
+    assert done.wait(30)
+    engine.close()
+    assert threads and all(name.startswith("learner-") for name in threads[:-1]), threads
+    assert path.exists() and learner.updates > 0 and learner.errors == 0
+
+
+def test_route_sequence_travels_in_its_own_fields_and_older_ids_still_work():
+    obs = RouteObservation([RouteJob("j")], [ClusterState(1, 10, 10, 10, 5)], request_id="opaque",
+                           sequence=RouteSequence("episode-7", 12))
+    back = decode_route(encode_route(obs))
+    assert back.sequence == RouteSequence("episode-7", 12) and back.request_id == "opaque"
+    legacy = encode_route(RouteObservation([RouteJob("j")], [ClusterState(1, 10, 10, 10, 5)], request_id="ep:3"))
+    assert not legacy.HasField("sequence") and decode_route(legacy).sequence is None
+    engine = Engine(create("rr"))
+    o = decode_route(legacy)
+    engine.route(o)
+    assert o.sequence == RouteSequence("ep", 3)  # the engine's fallback for callers without the field
+
+
+def test_policies_that_read_opportunity_counts_declare_it():
+    """The engine keeps missed-opportunity counts only for policies that declare reading them."""
+    for s in available():
+        policy = create(s.name, **({"model": None} if s.model == "optional" else {})) if s.model != "required" \
+            else None
+        if policy is None:
+            continue
+        source = Path(__import__(type(policy).__module__, fromlist=["x"]).__file__).read_text()
+        uses = "scheduling_opportunities" in source and "policy.py" not in type(policy).__module__
+        if uses or s.name in ("delay", "acl", "clqlmrs"):
+            assert SCHEDULING_OPPORTUNITIES in policy.reads, s.name
+    assert Engine(create("fifo")).opportunities is None
+    assert Engine(create("delay")).opportunities is not None
+
+
+def _imports(path: Path) -> set[str]:
+    mods = set()
+    for node_ in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node_, ast.ImportFrom) and node_.module:
+            mods.add(node_.module)
+        elif isinstance(node_, ast.Import):
+            mods.update(a.name for a in node_.names)
+    return mods
+
+
+def test_only_the_server_client_and_codec_touch_protobuf():
+    allowed = {"policy_engine/server.py", "policy_engine/client.py", "policy_engine/codec.py",
+               "policy_engine/proto.py"}
+    offenders = []
+    for path in list((REPO / "policy_engine").rglob("*.py")) + list((REPO / "emulator").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith("policy_engine/_generated") or rel in allowed:
+            continue
+        if any(m == "policy_engine.proto" or m.startswith("policy_engine._generated") for m in _imports(path)) \
+                or re.search(r"WhichOneof\(", path.read_text()):
+            offenders.append(rel)
+    assert offenders == []
+
+
+def test_clqlmrs_policy_and_learner_depend_on_the_model_not_on_each_other():
+    pkg = REPO / "policy_engine" / "clqlmrs"
+    policy_imports, learner_imports = _imports(pkg / "policy.py"), _imports(pkg / "learner.py")
+    assert "policy_engine.clqlmrs.learner" not in policy_imports
+    assert "policy_engine.clqlmrs.policy" not in learner_imports
+    assert "policy_engine.clqlmrs.model" in policy_imports and "policy_engine.clqlmrs.model" in learner_imports
+    # defaults are defined once: no other module of the package or the trainer has the paper's gamma or decay in
+    # its code (docstrings may quote them)
+    for path in [*pkg.glob("*.py"), REPO / "emulator" / "learners" / "clqlmrs.py"]:
+        if path.name != "config.py":
+            numbers = {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)}
+            assert not numbers & {0.999, 0.95, 1024, 32}, path.name
