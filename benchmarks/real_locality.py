@@ -5,8 +5,8 @@ MiniYARNCluster + MapReduce with RlScheduler as the ResourceManager's scheduler)
 (yarn_plugin's test class org.yarnrl.yarn.LocalityLab) and runs a real `policy-engine serve --webhdfs` for one
 policy after another on the address the scheduler was given. Every policy runs the same HiBench-shaped jobs on the
 same data: input generated once per workload and size (RandomTextWriter for WordCount and Sort, TeraGen for
-TeraSort; `--maps` files of one block each), half of its files cached with an HDFS cache directive (replication 1,
-as in seed 001), then `--jobs` concurrent jobs `--interarrival-s` apart per run, `--runs` runs (policy order rotated
+TeraSort; `--maps` files of one block each), half of its files (those MapReduce schedules first) cached with an HDFS
+cache directive (replication 1, as in seed 001), then `--jobs` concurrent jobs `--interarrival-s` apart per run, `--runs` runs (policy order rotated
 from run to run).
 
 Per policy: local-task rate (DATA_LOCAL_MAPS / launched maps, MapReduce's counters), cache locality (maps that read
@@ -21,7 +21,7 @@ Needs Java 17 and Maven (the plugin and its test classes are built on first use)
 
     .venv/bin/python benchmarks/real_locality.py --cluster mini --policies fifo,delay,acl,clqlmrs \\
         --workloads wordcount,sort,terasort --sizes tiny --runs 3
-    .venv/bin/python benchmarks/real_locality.py ... --clqlmrs-model models/clqlmrs-mini.safetensors
+    .venv/bin/python benchmarks/real_locality.py ... --clqlmrs-model none     # CLQLMRS from an empty table
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ SHADED_JAR = TARGET / "yarnrl-yarn-plugin-0.1.0.jar"
 CLASSPATH_FILE = TARGET / "lab-classpath.txt"
 TEST_CLASSES = TARGET / "test-classes"
 RESULTS = ROOT / "benchmarks" / "results" / "real_locality"
+DEFAULT_CLQLMRS_MODEL = ROOT / "models" / "clqlmrs-mini.safetensors"
 
 # HiBench's MapReduce micro profiles (bytes; TeraSort: rows of 100 bytes)
 HIBENCH = {"wordcount": {"tiny": 32_000, "small": 320_000_000},
@@ -120,11 +121,17 @@ class MiniCluster:
         classpath = os.pathsep.join([str(TEST_CLASSES), str(SHADED_JAR), CLASSPATH_FILE.read_text().strip()])
         opens = java17_opens()
         self.log_path = workdir / "jvm.log"
+        # WARN and above only: the mini cluster logs every RPC at INFO, which costs CPU on a 2-core machine
+        log4j = workdir / "log4j.properties"
+        log4j.write_text("log4j.rootLogger=WARN,stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
+                         "log4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout="
+                         "org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern="
+                         "%d{ISO8601} %p %c{2}: %m%n\nlog4j.logger.org.yarnrl=INFO\n")
         self._log = open(self.log_path, "a")
         self.port = launch_gateway(
             classpath=classpath, die_on_exit=True, redirect_stdout=self._log, redirect_stderr=self._log,
             cwd=str(workdir),  # MiniMRYarnCluster writes under ./target/test/data
-            javaopts=[f"-Xmx{heap}", "-Djava.net.preferIPv4Stack=true",
+            javaopts=[f"-Xmx{heap}", "-Djava.net.preferIPv4Stack=true", f"-Dlog4j.configuration=file:{log4j}",
                       f"-Djdk.net.hosts.file={workdir / 'hosts'}", f"-Dyarnrl.mr.opens={opens}", *opens.split()])
         self.gateway = JavaGateway(gateway_parameters=GatewayParameters(port=self.port, auto_convert=True))
         self.lab = self.gateway.jvm.org.yarnrl.yarn.LocalityLab(str(workdir / "cluster"), engine_address,
@@ -243,10 +250,12 @@ def prepare(lab, workload: str, size: str, maps: int, cached_share: float) -> di
         gen = json.loads(lab.randomText(data, amount, maps, block))
     if not gen["succeeded"]:
         raise RuntimeError(f"generating {data} failed: {gen}")
-    files = list(lab.dataFiles(data))
-    # cache every other file (by name): the cached share of seed 001's "part of the input cached"
-    step = max(1, round(1 / cached_share)) if cached_share > 0 else 0
-    cached = files[::step] if step else []
+    files = list(lab.dataFiles(data))  # in MapReduce's task order (longest first)
+    # seed 001's "part of the input cached": the share of the files MapReduce schedules first. Its ApplicationMaster
+    # does not prefer cached blocks (it runs the first pending map, in task order, with a replica on the container's
+    # node), so with the cache on later maps' blocks a container sent to a caching node mostly runs an earlier map
+    # from disk, whatever the scheduler does.
+    cached = files[:round(cached_share * len(files))]
     if cached:
         lab.cache(cached)
     log(f"prepared {data}: {len(files)} files, block {block // MB} MB, {len(cached)} cached "
@@ -399,8 +408,10 @@ def main(argv=None) -> int:
     p.add_argument("--interarrival-s", type=float, default=3.0, help="seconds between job submissions (default 3)")
     p.add_argument("--maps", type=int, default=8, help="input files = map tasks per job (HiBench: 8; default 8)")
     p.add_argument("--cached-share", type=float, default=0.5, help="share of input files cached (default 0.5)")
-    p.add_argument("--clqlmrs-model", help="Q-table trained by `emulator train --algo clqlmrs` (sim-to-real); "
-                                           "online learning continues from it")
+    p.add_argument("--clqlmrs-model", default=str(DEFAULT_CLQLMRS_MODEL.relative_to(ROOT)),
+                   help="Q-table trained by `emulator train --algo clqlmrs` on the emulator shaped like this cluster "
+                        "(sim-to-real; online learning continues from it); 'none' starts from an empty table "
+                        "(default %(default)s)")
     p.add_argument("--policy-set", action="append", default=[], metavar="POLICY:KEY=VALUE",
                    help="a policy option, repeatable (e.g. delay:node_locality_delay=10)")
     p.add_argument("--deadline-ms", type=int, default=50, help="RlScheduler's per-call deadline (default 50)")
@@ -431,6 +442,10 @@ def main(argv=None) -> int:
             p.error(f"unknown size {s!r}; known: tiny, small")
     if args.runs < 1 or args.jobs < 1 or args.maps < 1 or not 0 <= args.cached_share <= 1:
         p.error("--runs, --jobs and --maps must be positive and --cached-share in [0, 1]")
+    if args.clqlmrs_model in ("none", ""):
+        args.clqlmrs_model = None
+    elif not Path(args.clqlmrs_model).is_absolute() and not Path(args.clqlmrs_model).exists():
+        args.clqlmrs_model = str(ROOT / args.clqlmrs_model)
     if args.clqlmrs_model and not Path(args.clqlmrs_model).exists():
         p.error(f"--clqlmrs-model {args.clqlmrs_model} does not exist")
     options: dict[str, list[str]] = {name: [] for name in policies}

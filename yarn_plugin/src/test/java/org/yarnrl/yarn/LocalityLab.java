@@ -144,16 +144,24 @@ public final class LocalityLab implements AutoCloseable {
     return Json.write(Map.of("name", "teragen", "succeeded", rc == 0, "seconds", (System.nanoTime() - t0) / 1e9));
   }
 
-  /** The data files directly under a directory (not _SUCCESS), sorted by name. */
+  /**
+   * The data files directly under a directory (not _SUCCESS) in MapReduce's task order: longest first, ties by
+   * name (JobSubmitter sorts the splits by length, stably, and a file of one block is one split).
+   */
   public List<String> dataFiles(String dir) throws IOException {
-    List<String> out = new ArrayList<>();
+    List<FileStatus> files = new ArrayList<>();
     for (FileStatus st : cluster.fs().listStatus(new org.apache.hadoop.fs.Path(dir))) {
       String name = st.getPath().getName();
       if (st.isFile() && !name.startsWith("_") && !name.startsWith(".")) {
-        out.add(st.getPath().toUri().getPath());
+        files.add(st);
       }
     }
-    out.sort(null);
+    files.sort(java.util.Comparator.comparing((FileStatus st) -> st.getPath().getName()));
+    files.sort(java.util.Comparator.comparingLong(FileStatus::getLen).reversed());
+    List<String> out = new ArrayList<>();
+    for (FileStatus st : files) {
+      out.add(st.getPath().toUri().getPath());
+    }
     return out;
   }
 
