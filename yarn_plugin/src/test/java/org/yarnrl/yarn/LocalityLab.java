@@ -167,8 +167,13 @@ public final class LocalityLab implements AutoCloseable {
 
   /** Cache these files (cache replication 1, as seed 001) and wait until every block has a cached replica. */
   public void cache(List<String> files) throws Exception {
+    cache(files, 1);
+  }
+
+  /** Cache these files with {@code replication} cached replicas per block (every replica: the HDFS replication). */
+  public void cache(List<String> files, int replication) throws Exception {
     for (String f : files) {
-      cluster.cache(new org.apache.hadoop.fs.Path(f));
+      cluster.cache(new org.apache.hadoop.fs.Path(f), (short) replication);
     }
   }
 

@@ -226,6 +226,11 @@ final class MiniHadoop implements AutoCloseable {
 
   /** Cache one file in the centralized cache and wait until a DataNode reports a cached replica of each block. */
   void cache(org.apache.hadoop.fs.Path file) throws Exception {
+    cache(file, (short) 1);
+  }
+
+  /** Cache one file with this many cached replicas per block and wait until the DataNodes report them all. */
+  void cache(org.apache.hadoop.fs.Path file, short replication) throws Exception {
     DistributedFileSystem fs = fs();
     try {
       fs.addCachePool(new CachePoolInfo("yarnrl"));
@@ -235,14 +240,14 @@ final class MiniHadoop implements AutoCloseable {
       }
     }
     fs.addCacheDirective(new CacheDirectiveInfo.Builder().setPath(file).setPool("yarnrl")
-        .setReplication((short) 1).build());
+        .setReplication(replication).build());
     long until = System.currentTimeMillis() + 60_000;
     while (System.currentTimeMillis() < until) {
       FileStatus st = fs.getFileStatus(file);
       BlockLocation[] blocks = fs.getFileBlockLocations(st, 0, st.getLen());
       boolean all = blocks.length > 0;
       for (BlockLocation b : blocks) {
-        all &= b.getCachedHosts().length > 0;
+        all &= b.getCachedHosts().length >= Math.min(replication, b.getHosts().length);
       }
       if (all) {
         return;
