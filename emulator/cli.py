@@ -5,27 +5,75 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from policy_engine.cli import parse_options
+from policy_engine.policy import OptionError
+
+from policy_engine.cli import check_target, parse_options
+from policy_engine.cli import translate_error as engine_errors
+from policy_engine.command import (DEBUG_ENV, CommandFailed, OneLineParser, UsageError, add_debug_flag,
+                                   existing_file, positive, run_main)
+
+DEFAULT_TIMEOUT_S = 5.0
+
+
+def translate_error(e: BaseException) -> BaseException | None:
+    """The emulator's own user-facing exceptions on top of the engine's (see policy_engine.cli)."""
+    from emulator.drivers import EngineMismatch
+    from emulator.scenario import UnknownScenario
+    from emulator.training import IncompatibleAlgorithm, UnknownAlgorithm
+    from emulator.yarn.cluster import SimulationError
+
+    if isinstance(e, (UnknownScenario, UnknownAlgorithm, IncompatibleAlgorithm)):
+        return UsageError(str(e))
+    if isinstance(e, (EngineMismatch, SimulationError)):
+        return CommandFailed(str(e))
+    return engine_errors(e)
 
 
 def _scenario(args):
-    from emulator.scenario import UnknownScenario, get_scenario
+    from emulator.scenario import get_scenario
 
-    try:
-        return get_scenario(args.scenario, **parse_options(args.param))
-    except (UnknownScenario, ValueError) as e:
-        raise SystemExit(f"emulator: {e}") from None
+    return get_scenario(args.scenario, **parse_options(args.param, "--param"))
 
 
-def _check_policies(names: list[str]) -> None:
-    from policy_engine.policy import UnknownPolicy, spec
+def _check_common(args) -> None:
+    """What every scenario command checks before building anything."""
+    from emulator.scenario import scenario_spec
+
+    scenario_spec(args.scenario)  # unknown names first: they make every other message moot
+    if args.episodes is not None and args.episodes < 1:
+        raise UsageError(f"--episodes must be at least 1, not {args.episodes}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be non-negative, not {args.seed}")
+
+
+def _check_policies(scenario: str, names: list[str]) -> None:
+    """Unknown policies and policies that cannot run this scenario's family, named with the valid ones."""
+    from emulator.scenario import check_policy
 
     for n in names:
-        try:
-            spec(n)
-        except UnknownPolicy as e:
-            raise SystemExit(f"emulator: {e}") from None
+        check_policy(scenario, n)
+
+
+def _check_remote(args, policies: list[str], models: dict[str, str]) -> None:
+    positive("--timeout", args.timeout)
+    if args.remote is None or args.remote == "spawn":
+        return
+    check_target(args.remote)
+    if models:
+        raise UsageError(f"--model is for in-process runs and --remote spawn; the engine at {args.remote} serves "
+                         "the model it was started with")
+
+
+def _prebuild_for_spawn(args, policies: list[str], models: dict[str, str]) -> None:
+    """With --remote spawn, build each policy here first, so a bad model or option is reported like in-process
+    (and not as a child that would not start)."""
+    from policy_engine.cli import build_policy
+
+    if args.remote == "spawn":
+        for p in policies:
+            build_policy(p, models.get(p), {})
 
 
 def parse_models(pairs: list[str]) -> dict[str, str]:
@@ -34,17 +82,20 @@ def parse_models(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         policy, sep, path = pair.partition("=")
         if not sep or not policy or not path:
-            raise SystemExit(f"emulator: --model takes POLICY=PATH, got {pair!r}")
+            raise UsageError(f"--model takes POLICY=PATH, got {pair!r}")
         out[policy] = path
     return out
 
 
 def cmd_scenarios(args) -> int:
-    from emulator.scenario import scenarios
+    from emulator.scenario import policies_for_scenario, scenarios
+    from emulator.training import algorithms_for
 
     specs = scenarios()
     if args.json:
-        print(json.dumps({"scenarios": [{"name": s.name, "summary": s.summary} for s in specs]}))
+        print(json.dumps({"scenarios": [{"name": s.name, "summary": s.summary, "family": s.family, "needs": s.needs,
+                                         "policies": policies_for_scenario(s.name),
+                                         "algorithms": algorithms_for(s.name)} for s in specs]}))
         return 0
     width = max((len(s.name) for s in specs), default=0)
     for s in specs:
@@ -55,14 +106,14 @@ def cmd_scenarios(args) -> int:
 def cmd_run(args) -> int:
     from emulator.evaluate import compare, format_table
 
-    _check_policies([args.policy])
+    _check_common(args)
+    _check_policies(args.scenario, [args.policy])
+    models = {args.policy: existing_file(args.model)} if args.model else {}
+    _check_remote(args, [args.policy], models)
     scenario = _scenario(args)
-    models = {args.policy: args.model} if args.model else {}
-    try:
-        result = compare(scenario, [args.policy], args.episodes or scenario.default_episodes, args.seed,
-                         models=models, remote=args.remote, progress=not args.no_progress)
-    except ValueError as e:  # e.g. a learned policy without --model, or a refused model artifact
-        raise SystemExit(f"emulator: {e}") from None
+    _prebuild_for_spawn(args, [args.policy], models)
+    result = compare(scenario, [args.policy], args.episodes or scenario.default_episodes, args.seed,
+                     models=models, remote=args.remote, progress=not args.no_progress, timeout=args.timeout)
     result["mode"] = "remote" if args.remote else "in-process"
     if not args.json:
         print(format_table(result))
@@ -72,21 +123,33 @@ def cmd_run(args) -> int:
 
 def cmd_compare(args) -> int:
     from emulator.evaluate import compare, format_table
+    from emulator.scenario import scenario_spec
 
-    scenario = _scenario(args)
-    policies = [p for p in (args.policies or ",".join(scenario.default_policies)).split(",") if p]
-    if not policies:
-        raise SystemExit("emulator: --policies is empty")
-    _check_policies(policies)
+    _check_common(args)
+    if args.policies is not None:
+        policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+        if not policies:
+            raise UsageError(f"--policies names no policy, got {args.policies!r}")
+    else:
+        policies = list(scenario_spec(args.scenario).factory().default_policies)
+    _check_policies(args.scenario, policies)
+    if args.against is not None and args.against not in policies:
+        raise UsageError(f"--against {args.against!r} is not among the compared policies {','.join(policies)}")
     models = parse_models(args.model or [])
     unknown = sorted(set(models) - set(policies))
     if unknown:
-        raise SystemExit(f"emulator: --model names {', '.join(unknown)}, not among --policies {','.join(policies)}")
-    try:
-        result = compare(scenario, policies, args.episodes or scenario.default_episodes, args.seed,
-                         against=args.against, models=models, remote=args.remote, progress=not args.no_progress)
-    except (ValueError, RuntimeError) as e:  # bad model or option; an engine that would not start
-        raise SystemExit(f"emulator: {e}") from None
+        raise UsageError(f"--model names {', '.join(unknown)}, not among --policies {','.join(policies)}")
+    for path in models.values():
+        existing_file(path)
+    if args.remote is not None and args.remote != "spawn":
+        raise UsageError(f"compare --remote takes only 'spawn' (one engine per policy), not {args.remote!r}; "
+                         "for an engine already running use `emulator run --remote HOST:PORT`")
+    _check_remote(args, policies, models)
+    scenario = _scenario(args)
+    _prebuild_for_spawn(args, policies, models)
+    result = compare(scenario, policies, args.episodes or scenario.default_episodes, args.seed,
+                     against=args.against, models=models, remote=args.remote, progress=not args.no_progress,
+                     timeout=args.timeout)
     result["mode"] = "remote" if args.remote else "in-process"
     if not args.json:
         print(format_table(result))
@@ -95,22 +158,36 @@ def cmd_compare(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from emulator.training import UnknownAlgorithm, train
+    from emulator.training import check_algo, train
 
+    _check_common(args)
+    check_algo(args.algo, args.scenario)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {args.out} is a file; it names the directory for checkpoints and the model")
+    options = parse_options(args.set)
     scenario = _scenario(args)
     try:
         result = train(args.algo, scenario, episodes=args.episodes, seed=args.seed, out=args.out,
-                       resume=args.resume, progress=not args.no_progress, options=parse_options(args.set))
-    except (UnknownAlgorithm, ValueError) as e:  # bad options, a checkpoint from other settings: say so, no traceback
-        raise SystemExit(f"emulator: {e}") from None
+                       resume=args.resume, progress=not args.no_progress, options=options)
+    except OptionError as e:  # an unknown or out-of-range --set
+        raise UsageError(str(e)) from None
+    except ValueError as e:  # a checkpoint from other settings, --resume without one: say so
+        raise CommandFailed(str(e)) from None
+    except OSError as e:  # an --out that cannot be created or written
+        raise CommandFailed(f"cannot write the run to --out {args.out}: {e.strerror or e}"
+                            + (f" ({e.filename})" if e.filename and str(e.filename) != args.out else "")) from None
     print(json.dumps(result))
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="emulator",
-                                description="Emulated YARN clusters and multi-cluster federations that ask the "
-                                            "policy engine for every decision, in-process or over gRPC.")
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog="emulator",
+                      description="Emulated YARN clusters and multi-cluster federations that ask the policy engine "
+                                  "for every decision, in-process or over gRPC.",
+                      epilog="Mistakes end in one line on stderr and exit 2 (the command line is wrong) or 1 (it "
+                             f"failed while running); --debug or {DEBUG_ENV}=1 shows the traceback of an internal "
+                             "error.")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp, episodes_help="episodes (default: the scenario's)"):
@@ -131,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--model", help="model artifact for a learned policy")
     r.add_argument("--remote", metavar="HOST:PORT",
                    help="ask a running `policy-engine serve` over gRPC instead of in-process; 'spawn' starts one")
+    r.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                   help="how long to wait for the engine at --remote to answer, and every call's deadline "
+                        f"(default {DEFAULT_TIMEOUT_S:g})")
     r.add_argument("--json", action="store_true", help="last line of stdout is one JSON object")
     r.set_defaults(fn=cmd_run)
 
@@ -141,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--model", action="append", metavar="POLICY=PATH", help="model artifact for a learned policy")
     c.add_argument("--remote", metavar="spawn",
                    help="'spawn': run every policy behind its own `policy-engine serve` over gRPC")
+    c.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                   help=f"deadline of every call to a spawned engine (default {DEFAULT_TIMEOUT_S:g})")
     c.add_argument("--json", action="store_true", help="last line of stdout is one JSON object")
     c.set_defaults(fn=cmd_compare)
 
@@ -152,13 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="hyper-parameter override, repeatable")
     t.set_defaults(fn=cmd_train)
 
-    args = p.parse_args(argv)
-    from policy_engine.extras import MissingExtra
+    add_debug_flag(p)
+    return p
 
-    try:
-        return args.fn(args)
-    except MissingExtra as e:
-        raise SystemExit(f"emulator: {e}") from None
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main(build_parser(), argv, translate_error)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,14 @@ from policy_engine.policy import Policy, create
 from policy_engine.types import Event, RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
 
 
+class EngineMismatch(ValueError):
+    """The engine at --remote answers, but serves another policy than the one asked for."""
+
+
 class Driver:
     mode = "abstract"
     policy_name = ""
+    capabilities: frozenset[str] = frozenset()   # the served policy's (GetInfo's capabilities over gRPC)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         raise NotImplementedError
@@ -48,6 +53,7 @@ class InProcessDriver(Driver):
         self.engine = Engine(policy, learning="inline")
         self.engine.attach_learner()
         self.policy_name = policy.name
+        self.capabilities = frozenset(policy.capabilities)
         self.schedule = self.engine.schedule  # bound directly: the hot path of every emulator step
         self.route = self.engine.route
 
@@ -61,21 +67,24 @@ class InProcessDriver(Driver):
 class RemoteDriver(Driver):
     mode = "remote"
 
-    def __init__(self, target: str, timeout: float = 5.0, expect_policy: str | None = None, process=None):
+    def __init__(self, target: str, timeout: float = 5.0, expect_policy: str | None = None, process=None,
+                 connect_timeout: float = 30.0):
+        """`timeout`: deadline of every call; `connect_timeout`: how long to wait for the engine to be SERVING."""
         from policy_engine.client import PolicyEngineClient
 
         self.client = PolicyEngineClient(target, timeout=timeout)
         self._process = process
         try:
-            self.client.wait_ready(30)
+            self.client.wait_ready(connect_timeout)
             info = self.client.info()
         except Exception:
             self.close()
             raise
         if expect_policy is not None and info.policy != expect_policy:
             self.close()
-            raise ValueError(f"the engine at {target} serves policy {info.policy!r}, not {expect_policy!r}")
+            raise EngineMismatch(f"the engine at {target} serves policy {info.policy!r}, not {expect_policy!r}")
         self.policy_name = info.policy
+        self.capabilities = frozenset(info.capabilities)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         return self.client.schedule_obs(obs)
@@ -99,8 +108,9 @@ class RemoteDriver(Driver):
 
 
 def make_driver(policy: str, model: str | None = None, remote: str | None = None,
-                options: dict | None = None) -> Driver:
-    """remote=None: in-process; remote="spawn": start a `policy-engine serve` child; else HOST:PORT of one."""
+                options: dict | None = None, timeout: float = 5.0) -> Driver:
+    """remote=None: in-process; remote="spawn": start a `policy-engine serve` child; else HOST:PORT of one, which
+    must be SERVING within `timeout` seconds (also every call's deadline)."""
     options = options or {}
     if remote is None:
         return InProcessDriver(create(policy, model=model, **options))
@@ -110,5 +120,5 @@ def make_driver(policy: str, model: str | None = None, remote: str | None = None
         extra = (["--model", str(model)] if model else []) + [
             arg for k, v in options.items() for arg in ("--set", f"{k}={v if isinstance(v, str) else json.dumps(v)}")]
         proc, target = start_engine_subprocess(policy, extra)
-        return RemoteDriver(target, expect_policy=policy, process=proc)
-    return RemoteDriver(remote, expect_policy=policy)
+        return RemoteDriver(target, timeout=timeout, expect_policy=policy, process=proc)
+    return RemoteDriver(remote, timeout=timeout, expect_policy=policy, connect_timeout=timeout)

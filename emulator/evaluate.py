@@ -14,7 +14,7 @@ require("tqdm", extra="emulator", feature="emulator run/compare")
 from tqdm import tqdm  # noqa: E402
 
 from emulator.drivers import make_driver  # noqa: E402
-from emulator.scenario import Scenario  # noqa: E402
+from emulator.scenario import Scenario, check_policy  # noqa: E402
 
 
 def summarise(values: list[float]) -> dict[str, float]:
@@ -24,10 +24,11 @@ def summarise(values: list[float]) -> dict[str, float]:
 
 
 def run_policy(scenario: Scenario, policy: str, episodes: int, seed: int, model: str | None = None,
-               remote: str | None = None, options: dict | None = None, progress: bool = True) -> list[dict]:
+               remote: str | None = None, options: dict | None = None, progress: bool = True,
+               timeout: float = 5.0) -> list[dict]:
     """Episode i uses seed `seed + i`, so every policy sees the same workloads."""
     results = []
-    with make_driver(policy, model=model, remote=remote, options=options) as driver:
+    with make_driver(policy, model=model, remote=remote, options=options, timeout=timeout) as driver:
         bar = tqdm(range(episodes), desc=f"{scenario.name} {policy}", unit="ep", file=sys.stderr,
                    disable=not progress, leave=False)
         for i in bar:
@@ -36,10 +37,15 @@ def run_policy(scenario: Scenario, policy: str, episodes: int, seed: int, model:
 
 
 def compare(scenario: Scenario, policies: list[str], episodes: int, seed: int, against: str | None = None,
-            models: dict[str, str] | None = None, remote: str | None = None, progress: bool = True) -> dict[str, Any]:
+            models: dict[str, str] | None = None, remote: str | None = None, progress: bool = True,
+            timeout: float = 5.0) -> dict[str, Any]:
     models = models or {}
-    per_policy = {p: run_policy(scenario, p, episodes, seed, models.get(p), remote, progress=progress)
-                  for p in policies}
+    for p in policies:  # a policy that cannot answer this scenario's calls fails here, not mid-episode
+        check_policy(scenario, p)
+    if against is not None and against not in policies:  # before hours of episodes, not after
+        raise ValueError(f"--against {against!r} is not among the compared policies {policies}")
+    per_policy = {p: run_policy(scenario, p, episodes, seed, models.get(p), remote, progress=progress,
+                                timeout=timeout) for p in policies}
     out: dict[str, Any] = {"scenario": scenario.name, "episodes": episodes, "seed": seed, "policies": {}}
     for p, eps in per_policy.items():
         keys = scenario.metrics or tuple(eps[0]) if eps else ()

@@ -8,14 +8,24 @@ artifact written with policy_engine.artifact.save_artifact (config, seed, code v
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from emulator.scenario import Scenario
+from emulator.scenario import Scenario, scenario_spec, scenarios
 from policy_engine.modules import import_all, unavailable_note
 
 TrainFn = Callable[..., dict[str, Any]]
-_ALGOS: dict[str, TrainFn] = {}
+
+
+@dataclass(frozen=True)
+class AlgoSpec:
+    name: str
+    fn: TrainFn
+    families: frozenset[str] = frozenset()  # scenario families it trains on; empty: any
+
+
+_ALGOS: dict[str, AlgoSpec] = {}
 
 
 class UnknownAlgorithm(KeyError):
@@ -23,10 +33,15 @@ class UnknownAlgorithm(KeyError):
         return str(self.args[0])
 
 
-def register_algo(name: str, fn: TrainFn) -> TrainFn:
+class IncompatibleAlgorithm(ValueError):
+    """A training algorithm asked to train on a scenario family it cannot (rl-fc on DeepRM's cluster)."""
+
+
+def register_algo(name: str, fn: TrainFn, families: frozenset[str] | set[str] = frozenset()) -> TrainFn:
+    """`families`: the scenario families the algorithm trains on (e.g. {"multicluster"}); checked before training."""
     if name in _ALGOS:
         raise ValueError(f"training algorithm {name!r} registered twice")
-    _ALGOS[name] = fn
+    _ALGOS[name] = AlgoSpec(name, fn, frozenset(families))
     return fn
 
 
@@ -35,12 +50,42 @@ def algorithms() -> list[str]:
     return sorted(_ALGOS)
 
 
-def train(algo: str, scenario: Scenario, episodes: int | None, seed: int, out: str | Path, resume: bool = False,
-          progress: bool = True, options: dict | None = None) -> dict[str, Any]:
+def algo_spec(algo: str) -> AlgoSpec:
     import_all("emulator.learners")
     if algo not in _ALGOS:
         valid = ", ".join(sorted(_ALGOS)) or "(none registered yet)"
         raise UnknownAlgorithm(f"unknown training algorithm {algo!r}; available: {valid}"
                                + unavailable_note("emulator.learners"))
-    return _ALGOS[algo](scenario=scenario, episodes=episodes, seed=seed, out=Path(out), resume=resume,
-                        progress=progress, options=options or {})
+    return _ALGOS[algo]
+
+
+def algorithms_for(scenario: str) -> list[str]:
+    """The algorithms that can train on `scenario`."""
+    return _algorithms_for_family(scenario_spec(scenario).family)
+
+
+def _algorithms_for_family(family: str) -> list[str]:
+    return [a for a in algorithms() if not _ALGOS[a].families or family in _ALGOS[a].families]
+
+
+def check_algo(algo: str, scenario: str | Scenario) -> AlgoSpec:
+    """Raise UnknownAlgorithm / UnknownScenario / IncompatibleAlgorithm (naming what would fit) before training;
+    `scenario` is a registered name or a built scenario (then its own family counts)."""
+    a = algo_spec(algo)
+    family = scenario_spec(scenario).family if isinstance(scenario, str) else scenario.family
+    scenario = scenario if isinstance(scenario, str) else scenario.name
+    if a.families and family not in a.families:
+        fits = [s.name for s in scenarios() if s.family in a.families]
+        raise IncompatibleAlgorithm(
+            f"training algorithm {algo!r} trains on {', '.join(sorted(a.families))} scenarios "
+            f"({', '.join(fits) or 'none registered'}), and {scenario!r} is {family}; algorithms for "
+            f"{scenario!r}: {', '.join(_algorithms_for_family(family)) or 'none registered yet'}")
+    return a
+
+
+def train(algo: str, scenario: Scenario, episodes: int | None, seed: int, out: str | Path, resume: bool = False,
+          progress: bool = True, options: dict | None = None) -> dict[str, Any]:
+    algo_spec(algo)  # an unknown name first, whatever the scenario
+    a = check_algo(algo, scenario)
+    return a.fn(scenario=scenario, episodes=episodes, seed=seed, out=Path(out), resume=resume,
+                progress=progress, options=options or {})

@@ -10,18 +10,19 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 from policy_engine import PROTOCOL_VERSION, __version__
+from policy_engine.command import (DEBUG_ENV, CommandFailed, OneLineParser, UsageError, add_debug_flag,
+                                   existing_file, one_line, positive, run_main)
 
 
-def parse_options(pairs: list[str]) -> dict:
+def parse_options(pairs: list[str], flag: str = "--set") -> dict:
     """`--set key=value` pairs; values are read as JSON when they parse (numbers, booleans), else as strings."""
     out = {}
     for pair in pairs or []:
-        if "=" not in pair:
-            raise SystemExit(f"policy-engine: --set takes KEY=VALUE, got {pair!r}")
-        key, raw = pair.split("=", 1)
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag} takes KEY=VALUE, got {pair!r}")
         try:
             out[key.replace("-", "_")] = json.loads(raw)
         except json.JSONDecodeError:
@@ -29,39 +30,144 @@ def parse_options(pairs: list[str]) -> dict:
     return out
 
 
+def translate_error(e: BaseException) -> BaseException | None:
+    """Library exceptions that are the user's to fix, as UsageError (exit 2) or CommandFailed (exit 1)."""
+    import grpc
+
+    from policy_engine.artifact import ArtifactError
+    from policy_engine.client import EngineUnavailable
+    from policy_engine.extras import MissingExtra
+    from policy_engine.policy import IncompatiblePolicy, OptionError, UnknownPolicy
+
+    if isinstance(e, (UnknownPolicy, IncompatiblePolicy, OptionError)):
+        return UsageError(str(e))
+    if isinstance(e, (ArtifactError, EngineUnavailable, EngineStartFailed, MissingExtra)):
+        return CommandFailed(str(e))
+    if isinstance(e, grpc.RpcError) and hasattr(e, "code"):
+        return CommandFailed(f"the policy engine answered {e.code().name}: {e.details()}")
+    return None
+
+
 def build_policy(name: str, model: str | None, options: dict):
-    from policy_engine.policy import UnknownPolicy, create
+    """The policy `serve` would run; bad names and options are usage errors, unusable model files runtime ones."""
+    from policy_engine.artifact import ArtifactError
+    from policy_engine.policy import create
 
     try:
         return create(name, model=model, **options)
-    except UnknownPolicy as e:
-        raise SystemExit(f"policy-engine: {e}") from None
-    except (ValueError, TypeError, OSError) as e:
-        raise SystemExit(f"policy-engine: cannot build policy {name!r}: {e}") from None
+    except ArtifactError as e:
+        raise CommandFailed(f"cannot load policy {name!r}: {e}") from None
+    except OSError as e:
+        raise CommandFailed(f"cannot build policy {name!r}: {e}") from None
+
+
+def check_port(flag: str, port: int | None, allow_zero: bool = True) -> None:
+    if port is not None and not (0 if allow_zero else 1) <= port <= 65535:
+        raise UsageError(f"{flag} {port} is not a TCP port ({'0' if allow_zero else '1'}-65535)")
+
+
+def check_target(target: str) -> None:
+    """HOST:PORT (the form `policy-engine serve` prints); catches typos before a gRPC wait."""
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise UsageError(f"target {target!r} is not HOST:PORT (e.g. 127.0.0.1:50051)")
+
+
+def check_can_listen(host: str, port: int) -> None:
+    """Bind a plain socket where gRPC will: a port in use or an address not ours is one clear line here, before
+    gRPC's own error log. (Races with another process are still caught when gRPC binds.)"""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise UsageError(f"--host {host!r} does not resolve ({e.strerror})") from None
+    for family, kind, proto, _, addr in infos:
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC does
+            try:
+                s.bind(addr)
+            except OSError as e:
+                hint = "; --port 0 picks a free one" if e.errno == errno.EADDRINUSE else ""
+                raise CommandFailed(f"cannot serve: cannot listen on {host}:{port} ({e.strerror}{hint})") from None
 
 
 def cmd_serve(args) -> int:
     from policy_engine.server import serve
 
-    if args.model is not None and not Path(args.model).exists():
-        raise SystemExit(f"policy-engine: model file {args.model} does not exist")
-    if not 0 <= args.port <= 65535:
-        raise SystemExit(f"policy-engine: --port {args.port} is not a TCP port")
-    if args.webhdfs is not None and (not args.webhdfs.startswith(("http://", "https://")) or args.webhdfs_ttl <= 0):
-        raise SystemExit("policy-engine: --webhdfs takes http(s)://HOST:PORT and --webhdfs-ttl a positive number, "
-                         f"got {args.webhdfs!r} and {args.webhdfs_ttl}")
+    existing_file(args.model)
+    check_port("--port", args.port)
+    check_port("--metrics-port", args.metrics_port)
+    if args.metrics_port is not None and args.metrics_port != 0 and args.metrics_port == args.port:
+        raise UsageError(f"--metrics-port {args.metrics_port} is the gRPC --port too; give it another one")
+    positive("--grace", args.grace, allow_zero=True)
+    if args.webhdfs is not None and not args.webhdfs.startswith(("http://", "https://")):
+        raise UsageError(f"--webhdfs takes http(s)://HOST:PORT, got {args.webhdfs!r}")
+    positive("--webhdfs-ttl", args.webhdfs_ttl)
     if args.webhdfs is not None:
         import policy_engine.hdfs  # noqa: F401  (fails here, with the extra to install, before anything starts)
     policy = build_policy(args.policy, args.model, parse_options(args.set))
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, not {args.workers}")
+    workers: list[subprocess.Popen] = []
+    if args.workers > 1:
+        from policy_engine.policy import per_engine_state
+
+        state = per_engine_state(policy)
+        if state:
+            raise UsageError(f"--workers {args.workers}: policy {policy.name!r} keeps state per engine ("
+                             f"{'; '.join(state)}) that would split across processes; serve it with one worker")
+        if args.port == 0:
+            args.port = _free_port(args.host)
+    if not args.reuse_port:  # a worker's port is already taken by its siblings, on purpose
+        check_can_listen(args.host, args.port)
+        if args.metrics_port:
+            check_can_listen(args.host, args.metrics_port)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for i in range(1, args.workers):
+        workers.append(_start_worker(args, i))
     try:
         asyncio.run(serve(policy, host=args.host, port=args.port, metrics_port=args.metrics_port,
                           grace_s=args.grace, webhdfs=args.webhdfs, webhdfs_ttl_s=args.webhdfs_ttl,
-                          label_locality=args.label_locality))
+                          label_locality=args.label_locality, reuse_port=args.workers > 1 or args.reuse_port))
     except OSError as e:
-        raise SystemExit(f"policy-engine: {e}") from None
+        raise CommandFailed(f"cannot serve: {e}") from None
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        for w in workers:
+            try:
+                w.wait(timeout=args.grace + 30)
+            except subprocess.TimeoutExpired:
+                w.kill()
     return 0
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _start_worker(args, i: int) -> subprocess.Popen:
+    """Worker i of `serve --workers N`: the same policy on the same port (SO_REUSEPORT), metrics on port + i."""
+    cmd = [sys.executable, "-m", "policy_engine.cli", "serve", "--policy", args.policy, "--host", args.host,
+           "--port", str(args.port), "--grace", str(args.grace), "--reuse-port"]
+    if args.model:
+        cmd += ["--model", args.model]
+    for pair in args.set or []:
+        cmd += ["--set", pair]
+    if args.metrics_port:
+        cmd += ["--metrics-port", str(args.metrics_port + i)]
+    if args.webhdfs:
+        cmd += ["--webhdfs", args.webhdfs, "--webhdfs-ttl", str(args.webhdfs_ttl)]
+    if args.verbose:
+        cmd.append("--verbose")
+    return subprocess.Popen(cmd, preexec_fn=_die_with_parent)
 
 
 def cmd_policies(args) -> int:
@@ -70,7 +176,8 @@ def cmd_policies(args) -> int:
     specs = available()
     if args.json:
         print(json.dumps({"policies": [
-            {"name": s.name, "summary": s.summary, "capabilities": sorted(s.capabilities), "model": s.model}
+            {"name": s.name, "summary": s.summary, "capabilities": sorted(s.capabilities), "model": s.model,
+             "families": sorted(s.families)}
             for s in specs]}))
         return 0
     width = max(len(s.name) for s in specs)
@@ -86,12 +193,15 @@ def cmd_info(args) -> int:
 
     from policy_engine.client import PolicyEngineClient
 
+    check_target(args.target)
+    positive("--timeout", args.timeout)
     with PolicyEngineClient(args.target, timeout=args.timeout) as client:
         try:
             info, counters = client.info_counters()
             status = client.health()
         except grpc.RpcError as e:
-            raise SystemExit(f"policy-engine: {args.target}: {e.code().name}: {e.details()}") from None
+            raise CommandFailed(f"{args.target}: {e.code().name}: {one_line(e.details())} (is `policy-engine "
+                                f"serve` listening there? --timeout {args.timeout:g}s)") from None
     d = {"target": args.target, "health": status, "protocol_version": info.protocol_version, "policy": info.policy,
          "model_version": info.model_version, "model_checksum": info.model_checksum,
          "capabilities": list(info.capabilities), "engine_version": info.engine_version,
@@ -114,6 +224,10 @@ def _die_with_parent() -> None:
         pass
 
 
+class EngineStartFailed(RuntimeError):
+    """A `policy-engine serve` child exited before listening; the message ends with its own last line."""
+
+
 def start_engine_subprocess(policy: str, extra: list[str] | None = None, timeout: float = 60.0):
     """Start `policy-engine serve --port 0` as a child process; return (process, "127.0.0.1:PORT")."""
     cmd = [sys.executable, "-m", "policy_engine.cli", "serve", "--policy", policy, "--port", "0", *(extra or [])]
@@ -126,15 +240,26 @@ def start_engine_subprocess(policy: str, extra: list[str] | None = None, timeout
             target = line.split("listening on", 1)[1].split()[0]
             return proc, target
     proc.wait(timeout=timeout)
-    raise RuntimeError(f"policy-engine serve exited ({proc.returncode}) before listening:\n{''.join(lines)}")
+    last = next((ln.strip() for ln in reversed(lines) if ln.strip()), "no output")
+    raise EngineStartFailed(f"`policy-engine serve --policy {policy}` exited ({proc.returncode}) before "
+                            f"listening: {last}")
 
 
 def cmd_demo(args) -> int:
     from policy_engine.client import PolicyEngineClient
     from policy_engine.demo import run_script
+    from policy_engine.policy import SCHEDULE, check_runs_on, spec
 
+    policies = [p for p in args.policies.split(",") if p.strip()]
+    if not policies:
+        raise UsageError(f"--policies names no policy, got {args.policies!r}")
+    for policy in policies:  # the script is node heartbeats on a locality cluster, with no model files
+        check_runs_on(policy, SCHEDULE, "locality", "the demo's scripted node heartbeats")
+        if spec(policy).model == "required":
+            raise UsageError(f"policy {policy!r} needs a model file, which the demo does not take; try "
+                             f"`emulator run --policy {policy} --model PATH`")
     results = {}
-    for policy in args.policies.split(","):
+    for policy in policies:
         proc, target = start_engine_subprocess(policy)
         try:
             with PolicyEngineClient(target, timeout=2.0) as client:
@@ -166,11 +291,13 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(
         prog="policy-engine",
         description="yarn-rl policy engine: answers the YARN plugin's (and the emulator's) scheduling requests "
-                    f"over gRPC, protocol {PROTOCOL_VERSION}.")
+                    f"over gRPC, protocol {PROTOCOL_VERSION}.",
+        epilog="Mistakes end in one line on stderr and exit 2 (the command line is wrong) or 1 (it failed while "
+               f"running); --debug or {DEBUG_ENV}=1 shows the traceback of an internal error.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__} ({PROTOCOL_VERSION})")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -194,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--no-label-locality", dest="label_locality", action="store_false",
                    help="with --webhdfs: keep the plugin's locality on ContainerStarted/Finished instead of the "
                         "engine's read level from the job's blocks (CACHE_LOCAL, rack_cached; policy_engine/labels.py)")
+    s.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="serve from N processes sharing the port (SO_REUSEPORT; the kernel spreads connections, not "
+                        "calls, so it helps callers with several connections). Only for policies that keep no "
+                        "state per engine: opportunity counts and online learners would split. Worker i serves "
+                        "metrics on --metrics-port + i (default 1)")
+    s.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set on the workers
     s.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     s.set_defaults(fn=cmd_serve)
 
@@ -214,13 +347,12 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--json", action="store_true", help="print only the JSON summary")
     d.set_defaults(fn=cmd_demo)
 
-    args = p.parse_args(argv)
-    from policy_engine.extras import MissingExtra
+    add_debug_flag(p)
+    return p
 
-    try:
-        return args.fn(args)
-    except MissingExtra as e:
-        raise SystemExit(f"policy-engine: {e}") from None
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main(build_parser(), argv, translate_error)
 
 
 if __name__ == "__main__":

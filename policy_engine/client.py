@@ -28,6 +28,10 @@ DEFAULT_TIMEOUT_S = 1.0
 _OPTIONS = [("grpc.max_receive_message_length", 16 << 20), ("grpc.max_send_message_length", 16 << 20)]
 
 
+class EngineUnavailable(TimeoutError):
+    """No policy engine answered at the address in time (nothing listening, another protocol, not SERVING)."""
+
+
 class PolicyEngineClient:
     def __init__(self, target: str = "127.0.0.1:50051", timeout: float = DEFAULT_TIMEOUT_S):
         if timeout <= 0:
@@ -104,7 +108,7 @@ class PolicyEngineClient:
         return health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        """Block until the engine reports SERVING; raise TimeoutError with the last failure otherwise."""
+        """Block until the engine reports SERVING; raise EngineUnavailable (a TimeoutError) with the last failure."""
         deadline = time.monotonic() + timeout
         last: Exception | str = "no answer"
         while time.monotonic() < deadline:
@@ -116,7 +120,8 @@ class PolicyEngineClient:
             except grpc.RpcError as e:
                 last = f"{e.code().name}: {e.details()}"
             time.sleep(0.05)
-        raise TimeoutError(f"policy engine at {self.target} not SERVING after {timeout:.0f}s ({last})")
+        raise EngineUnavailable(f"no policy engine serving at {self.target} after {timeout:g}s ({last}); is "
+                                f"`policy-engine serve` running there?")
 
 
 class AsyncPolicyEngineClient:

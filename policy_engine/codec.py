@@ -28,6 +28,7 @@ from policy_engine.types import (
     JobMetadata,
     Locality,
     LocalityRequest,
+    ManagerView,
     Node,
     Resource,
     RouteDecision,
@@ -383,7 +384,80 @@ def _int_array(values, where: str) -> np.ndarray:
     return arr
 
 
+MAX_MANAGER_NODES = 100_000
+MAX_MANAGER_TASKS = 100_000
+DSRAP_TASK_TYPES = 4   # seed 004's ordinary, IO-intense, compute-intense, demanding
+
+
+def decode_manager(m: pb.ManagerView) -> ManagerView:
+    """A DSRAP manager's view; every column checked for length, finiteness and range."""
+    where = "manager"
+    n_nodes, n_tasks = len(m.cpu_free), len(m.task_ids)
+    if n_nodes > MAX_MANAGER_NODES or n_tasks > MAX_MANAGER_TASKS:
+        raise InvalidRequest(f"{where}: {n_nodes} nodes / {n_tasks} tasks exceed the limits of "
+                             f"{MAX_MANAGER_NODES} / {MAX_MANAGER_TASKS}")
+
+    def column(name: str, n: int, dtype) -> np.ndarray:
+        values = getattr(m, name)
+        if len(values) != n:
+            raise InvalidRequest(f"{where}.{name}: {len(values)} entries, expected {n}")
+        arr = np.asarray(values, dtype=dtype)
+        if arr.size and (not np.isfinite(arr).all() or arr.min() < 0):
+            raise InvalidRequest(f"{where}.{name}: contains a negative number, NaN or infinity")
+        return arr
+
+    nodes = {k: column(k, n_nodes, np.float64) for k in ("cpu_free", "network_free", "cpu_capacity",
+                                                          "network_capacity")}
+    neighbors = np.asarray(m.neighbors, dtype=np.int64)
+    delays = column("transfer_delays", neighbors.size, np.int64)
+    if np.unique(neighbors).size != neighbors.size or (neighbors == m.cluster_id).any():
+        raise InvalidRequest(f"{where}.neighbors: duplicate ids or the manager's own cluster")
+    if delays.size and delays.min() < 1:
+        raise InvalidRequest(f"{where}.transfer_delays: a transfer takes at least one step")
+    types = column("task_types", n_tasks, np.int64)
+    if types.size and types.max() >= DSRAP_TASK_TYPES:
+        raise InvalidRequest(f"{where}.task_types: {int(types.max())} is not one of the {DSRAP_TASK_TYPES} task types")
+    wait = np.asarray(m.task_wait, dtype=np.int64)
+    if wait.size != n_tasks:
+        raise InvalidRequest(f"{where}.task_wait: {wait.size} entries, expected {n_tasks}")
+    if m.transfer_limit < 0:
+        raise InvalidRequest(f"{where}.transfer_limit: negative")
+    order = np.argsort(neighbors, kind="stable")
+    return ManagerView(
+        cluster_id=m.cluster_id, cpu_free=nodes["cpu_free"], net_free=nodes["network_free"],
+        cpu_capacity=nodes["cpu_capacity"], net_capacity=nodes["network_capacity"], neighbors=neighbors[order],
+        delays=delays[order], task_id=np.asarray(m.task_ids, dtype=np.int64), task_type=types,
+        task_cpu=column("task_cpu", n_tasks, np.float64), task_net=column("task_network", n_tasks, np.float64),
+        task_utility=column("task_utility_rate", n_tasks, np.float64), task_wait=wait,
+        task_hops=column("task_hops", n_tasks, np.int64), transfer_limit=m.transfer_limit,
+    )
+
+
+def encode_manager(v: ManagerView, out: pb.ManagerView) -> None:
+    out.cluster_id = v.cluster_id
+    out.cpu_free.extend(v.cpu_free.tolist())
+    out.network_free.extend(v.net_free.tolist())
+    out.cpu_capacity.extend(v.cpu_capacity.tolist())
+    out.network_capacity.extend(v.net_capacity.tolist())
+    out.neighbors.extend(v.neighbors.tolist())
+    out.transfer_delays.extend(v.delays.tolist())
+    out.task_ids.extend(v.task_id.tolist())
+    out.task_types.extend(v.task_type.tolist())
+    out.task_cpu.extend(v.task_cpu.tolist())
+    out.task_network.extend(v.task_net.tolist())
+    out.task_utility_rate.extend(v.task_utility.tolist())
+    out.task_wait.extend(v.task_wait.tolist())
+    out.task_hops.extend(v.task_hops.tolist())
+    out.transfer_limit = v.transfer_limit
+
+
 def decode_route(req: pb.RouteRequest) -> RouteObservation:
+    if req.HasField("manager"):
+        if req.jobs or req.clusters:
+            raise InvalidRequest("manager: a DSRAP manager request carries no jobs or clusters")
+        _finite(req.time, "time")
+        return RouteObservation(jobs=[], clusters=[], time=req.time, request_id=req.request_id,
+                                manager=decode_manager(req.manager))
     if not req.jobs:
         raise InvalidRequest("jobs: empty (a Route request needs at least one buffered job)")
     if not req.clusters:
@@ -443,6 +517,8 @@ def encode_route(obs: RouteObservation) -> pb.RouteRequest:
     req = pb.RouteRequest(request_id=obs.request_id, time=obs.time)
     if obs.sequence is not None:
         req.sequence, req.stream_id = obs.sequence.index, obs.sequence.stream
+    if obs.manager is not None:
+        encode_manager(obs.manager, req.manager)
     for j in obs.jobs:
         m = req.jobs.add(
             job_id=j.job_id, category=int(j.category), executor_runtime=j.executor_runtime, deadline=j.deadline,
@@ -465,6 +541,11 @@ def encode_route(obs: RouteObservation) -> pb.RouteRequest:
 
 def encode_route_decision(decision: RouteDecision, obs: RouteObservation, decision_id: str, policy: str,
                           model_version: str) -> pb.RouteResponse:
+    if obs.manager is not None:
+        return pb.RouteResponse(
+            request_id=obs.request_id, decision_id=decision_id, cluster_id=obs.manager.cluster_id, policy=policy,
+            model_version=model_version, task_node=decision.task_node.tolist(),
+            task_next_cluster=decision.task_next.tolist())
     return pb.RouteResponse(
         request_id=obs.request_id, decision_id=decision_id, job_index=decision.job_index,
         job_id=obs.jobs[decision.job_index].job_id, cluster_id=decision.cluster_id, policy=policy,
@@ -473,6 +554,9 @@ def encode_route_decision(decision: RouteDecision, obs: RouteObservation, decisi
 
 
 def decode_route_decision(resp: pb.RouteResponse) -> RouteDecision:
+    if len(resp.task_node) or len(resp.task_next_cluster):
+        return RouteDecision(resp.job_index, resp.cluster_id, np.asarray(resp.task_node, dtype=np.int64),
+                             np.asarray(resp.task_next_cluster, dtype=np.int64))
     return RouteDecision(resp.job_index, resp.cluster_id)
 
 

@@ -23,6 +23,8 @@ import os
 from collections import OrderedDict
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from policy_engine.learning import DEFAULT_CAPACITY, LearningLoop
 from policy_engine.locality import AskOnNode, place
 from policy_engine.policy import ROUTE, SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, make_learner
@@ -132,11 +134,52 @@ class EngineState:
         return f"{self.id_prefix}-{next(self.decisions)}"
 
 
+def fits_together(v, tasks: np.ndarray, nodes: np.ndarray) -> bool:
+    """Do these tasks all fit on these nodes of the manager's view at once."""
+    size = v.cpu_free.size
+    need_c = np.bincount(nodes, weights=v.task_cpu[tasks], minlength=size)
+    need_n = np.bincount(nodes, weights=v.task_net[tasks], minlength=size)
+    return bool((need_c <= v.cpu_free).all() and (need_n <= v.net_free).all())
+
+
+def clip_manager(obs: RouteObservation, decision: RouteDecision) -> tuple[RouteDecision, int]:
+    """A DSRAP manager's decision cut to what holds (the Route counterpart of clip_schedule): every allocation on a
+    node of its own cluster with room left (in task order), every forward to a neighbour, of a task not allocated,
+    within the transfer limit. Returns the checked decision and how many task decisions were removed."""
+    v = obs.manager
+    n = v.task_id.size
+    node = np.full(n, -1, dtype=np.int64) if decision.task_node is None else np.asarray(decision.task_node, np.int64)
+    nxt = np.full(n, -1, dtype=np.int64) if decision.task_next is None else np.asarray(decision.task_next, np.int64)
+    if node.shape != (n,) or nxt.shape != (n,):
+        raise RuntimeError(f"policy answered for {node.size} / {nxt.size} tasks of a manager holding {n}")
+    node, nxt = node.copy(), nxt.copy()
+    cut = 0
+    alloc = np.flatnonzero(node >= 0)
+    if alloc.size and not (node[alloc].max() < v.cpu_free.size and fits_together(v, alloc, node[alloc])):
+        cpu_free, net_free = v.cpu_free.copy(), v.net_free.copy()
+        for i in alloc.tolist():  # the slow path: keep allocations in task order while they fit
+            k = int(node[i])
+            if k >= cpu_free.size or cpu_free[k] < v.task_cpu[i] or net_free[k] < v.task_net[i]:
+                node[i] = -1
+                cut += 1
+                continue
+            cpu_free[k] -= v.task_cpu[i]
+            net_free[k] -= v.task_net[i]
+    bad = (nxt >= 0) & ((node >= 0) | ~(nxt[:, None] == v.neighbors[None, :]).any(axis=1))
+    nxt[bad] = -1
+    cut += int(bad.sum())
+    fwd = np.flatnonzero(nxt >= 0)
+    if fwd.size > v.transfer_limit:
+        nxt[fwd[v.transfer_limit:]] = -1
+        cut += fwd.size - v.transfer_limit
+    return RouteDecision(decision.job_index, v.cluster_id, node, nxt, decision.trace), cut
+
+
 class EngineMetrics:
     """Prometheus metrics of one engine, in their own registry (several engines can live in one process)."""
 
     def __init__(self):
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = CollectorRegistry()
         self.decisions = Counter("yarnrl_decisions", "Decisions made", ["rpc", "policy"], registry=self.registry)
@@ -157,8 +200,10 @@ class EngineMetrics:
                             ["blocks"], registry=self.registry)
         self.learner_dropped = Counter("yarnrl_learner_dropped", "Decisions and Report batches the online learner "
                                        "could not take (its queue was full)", ["kind"], registry=self.registry)
-        self.learner_errors = Counter("yarnrl_learner_errors", "Learner failures (logged, never fatal)",
-                                      registry=self.registry)
+        self.learner_errors = Gauge("yarnrl_learner_errors", "Learner failures so far (logged, never fatal)",
+                                    registry=self.registry)
+        self.learner_queue = Gauge("yarnrl_learner_queue", "Decisions and Report batches waiting for the learner",
+                                   registry=self.registry)
         # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
         self._decided: dict[tuple[str, str], Any] = {}
         self._placed: dict[Locality, Any] = {}
@@ -254,9 +299,20 @@ class Engine:
         learner = make_learner(self.policy)
         if learner is not None:
             self.learner = learner
-            self.learning = LearningLoop(learner, self._queue_capacity, threaded=self._learning_mode == "thread",
-                                         on_drop=self._count_drop)
+            # A policy whose algorithm learns between its own decisions (DSRAP's FAL: Algorithm 4 learns inside the
+            # allocation loop, and each manager's next step reads the updated tables) declares `learns_inline`; its
+            # learner then runs in the caller's thread even behind the server (updates only, no I/O).
+            threaded = self._learning_mode == "thread" and not getattr(self.policy, "learns_inline", False)
+            self.learning = LearningLoop(learner, self._queue_capacity, threaded=threaded, on_drop=self._count_drop)
+            self.bind_metrics()
         return learner
+
+    def bind_metrics(self) -> None:
+        """Expose the learner's error count and queue length as gauges (read when Prometheus scrapes)."""
+        if self.metrics is not None and self.learning is not None:
+            learning = self.learning
+            self.metrics.learner_errors.set_function(lambda: learning.learner.errors)
+            self.metrics.learner_queue.set_function(learning.pending)
 
     def _count_drop(self, kind: str) -> None:
         if self.metrics is not None:
@@ -266,8 +322,6 @@ class Engine:
         """Let the learner finish what is queued and persist what it learned (on shutdown)."""
         if self.learning is not None:
             self.learning.close()
-            if self.metrics is not None and self.learner.errors:
-                self.metrics.learner_errors.inc(self.learner.errors)
 
     def route(self, obs: RouteObservation) -> RouteDecision:
         if ROUTE not in self.policy.capabilities:
@@ -275,6 +329,8 @@ class Engine:
         if obs.sequence is None:
             obs.sequence = sequence_from_request_id(obs.request_id)
         decision = self.policy.route(obs)
+        if obs.manager is not None:
+            return self._manager_decision(obs, decision)
         if not (0 <= decision.job_index < len(obs.jobs)):
             raise RuntimeError(f"policy {self.policy.name!r} chose job index {decision.job_index} "
                                f"of a buffer of {len(obs.jobs)}")
@@ -282,6 +338,21 @@ class Engine:
             raise RuntimeError(f"policy {self.policy.name!r} chose unknown cluster {decision.cluster_id}")
         if self.metrics is not None:
             self.metrics.decided("route", self.policy.name)
+        return decision
+
+    def _manager_decision(self, obs: RouteObservation, decision: RouteDecision) -> RouteDecision:
+        """A DSRAP manager's step: checked by clip_manager, then handed to the learner with what the policy saw."""
+        decision, cut = clip_manager(obs, decision)
+        if cut:
+            log.debug("policy %s: %d task decisions for manager %d did not hold; removed", self.policy.name, cut,
+                      obs.manager.cluster_id)
+        m = self.metrics
+        if m is not None:
+            m.decided("route", self.policy.name)
+            if cut:
+                m.clipped.inc(cut)
+        if self.learning is not None:
+            self.learning.decision((obs, decision))
         return decision
 
     def report(self, events: Iterable[Event], done: Callable[[], None] | None = None) -> int:

@@ -18,8 +18,8 @@ its own failures in `errors` (a failure is logged and counted, never raised into
 from __future__ import annotations
 
 import logging
-import queue
 import threading
+from collections import deque
 from typing import Any, Callable, Protocol
 
 from policy_engine.types import Event
@@ -27,7 +27,6 @@ from policy_engine.types import Event
 log = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY = 10_000
-_STOP = object()
 
 
 class Learner(Protocol):
@@ -45,19 +44,26 @@ class Learner(Protocol):
 
 
 class LearningLoop:
+    """`threaded`: the learner runs in its own thread. Decisions are appended to a deque (no lock, no wake-up:
+    the cheapest thing a decision can do) and the thread takes them in batches every `poll_s`; a Report batch
+    wakes it at once, since its caller may be waiting for it."""
+
     def __init__(self, learner: Learner, capacity: int = DEFAULT_CAPACITY, threaded: bool = True,
-                 on_drop: Callable[[str], None] | None = None):
+                 on_drop: Callable[[str], None] | None = None, poll_s: float = 0.005):
         if capacity < 1:
             raise ValueError(f"learning queue capacity must be >= 1, not {capacity}")
         self.learner = learner
         self.threaded = threaded
         self.capacity = capacity
+        self.poll_s = poll_s
         self.dropped = {"decision": 0, "report": 0}
         self.processed = 0
         self._on_drop = on_drop
-        self._queue: queue.Queue = queue.Queue(maxsize=capacity)
+        self._queue: deque = deque()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._stopping = False
         if threaded:
             self._thread = threading.Thread(target=self._run, name=f"learner-{type(learner).__name__}", daemon=True)
             self._thread.start()
@@ -81,36 +87,34 @@ class LearningLoop:
             if done is not None:
                 done()
             return True
-        return self._put(("report", events, done))
+        if self._put(("report", events, done)):
+            self._wake.set()
+            return True
+        return False
 
     def _put(self, item) -> bool:
-        if self._closed:
-            return False
-        try:
-            self._queue.put_nowait(item)
-            return True
-        except queue.Full:
+        # deque.append and len are atomic under the GIL; the bound may be overshot by a racing producer, never
+        # by more than the number of producer threads (the server has one).
+        if self._closed or self._stopping or len(self._queue) >= self.capacity:
             self.dropped[item[0]] += 1
             if self._on_drop is not None:
                 self._on_drop(item[0])
             if sum(self.dropped.values()) in (1, 1000, 100_000):  # log once, then rarely
                 log.warning("learning queue full (%d items): %s dropped so far", self.capacity, self.dropped)
             return False
+        self._queue.append(item)
+        return True
 
     def pending(self) -> int:
-        return self._queue.qsize()
+        return len(self._queue)
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Wait until everything queued so far has been learned (tests, shutdown). True when it has."""
         if not self.threaded:
             return True
         flushed = threading.Event()
-        while not self._closed:
-            try:
-                self._queue.put(("flush", None, flushed.set), timeout=0.1)
-                break
-            except queue.Full:
-                continue
+        self._queue.append(("flush", None, flushed.set))  # past the bound on purpose: a flush is never dropped
+        self._wake.set()
         return flushed.wait(timeout)
 
     def close(self, timeout: float = 30.0) -> None:
@@ -118,7 +122,8 @@ class LearningLoop:
         if self._closed:
             return
         if self._thread is not None:
-            self._queue.put(("stop", _STOP, None))  # blocking put: shutdown may wait for the learner
+            self._stopping = True
+            self._wake.set()
             self._thread.join(timeout)
             if self._thread.is_alive():
                 log.error("learner did not finish within %.0f s; its last updates are not saved", timeout)
@@ -135,22 +140,30 @@ class LearningLoop:
             log.exception("learner %s failed in %s", type(self.learner).__name__, getattr(fn, "__name__", fn))
 
     def _run(self) -> None:
-        learner, q = self.learner, self._queue
+        learner, q, wake = self.learner, self._queue, self._wake
         while True:
-            kind, payload, done = q.get()
-            if payload is _STOP:
+            wake.wait(self.poll_s)
+            wake.clear()
+            unsaved = False
+            while q:
+                kind, payload, done = q.popleft()
+                if kind == "decision":
+                    self._apply(learner.on_decision, payload)
+                    unsaved = True
+                elif kind == "report":
+                    self._apply(learner.on_events, payload)
+                    self._apply(learner.publish)
+                    # before done(): a caller whose Report has returned finds no save of it still in progress
+                    self._apply(learner.maybe_save)
+                    unsaved = False
+                self.processed += 1
+                if done is not None:
+                    try:
+                        done()
+                    except Exception:
+                        log.exception("learning: completion callback failed")
+            if unsaved:
+                self._apply(learner.maybe_save)
+            if self._stopping and not q:
                 self._apply(learner.publish)
                 return
-            if kind == "decision":
-                self._apply(learner.on_decision, payload)
-            elif kind == "report":
-                self._apply(learner.on_events, payload)
-                self._apply(learner.publish)
-            self.processed += 1
-            if q.empty() or kind == "report":
-                self._apply(learner.maybe_save)
-            if done is not None:
-                try:
-                    done()
-                except Exception:
-                    log.exception("learning: completion callback failed")

@@ -14,6 +14,8 @@ path and never lets it touch a decision in flight.
 
 from __future__ import annotations
 
+import inspect
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar
@@ -27,6 +29,8 @@ SCHEDULING_OPPORTUNITIES = "scheduling_opportunities"  # Ask.scheduling_opportun
 ROUTE = "route"
 REPORT_CAPABILITY = "report"
 ONLINE_LEARNING = "online-learning"
+# What a scenario (or the YARN plugin) asks a policy for, in words for error messages.
+CAPABILITY_WORDS = {SCHEDULE: "schedules containers on node heartbeats", ROUTE: "routes jobs to clusters"}
 
 
 class Policy:
@@ -57,6 +61,15 @@ class UnknownPolicy(KeyError):
         return str(self.args[0])
 
 
+class IncompatiblePolicy(ValueError):
+    """A registered policy asked for what it cannot do (route on heartbeats, a DeepRM policy on a locality run)."""
+
+
+class OptionError(ValueError):
+    """A named option (policy option, scenario parameter, training hyper-parameter) that does not exist or is out
+    of range: the user's to fix, so command lines report it as a usage error."""
+
+
 @dataclass(frozen=True)
 class PolicySpec:
     name: str
@@ -65,22 +78,42 @@ class PolicySpec:
     factory: Callable[..., Policy]
     model: str = "none"  # "none", "optional" or "required": whether the factory takes a model artifact
     learner: str = ""    # "module:callable" building the policy's online learner (or None when it does not learn)
+    # Scenario families whose observations the policy understands (e.g. DeepRM's job slots); empty: every family
+    # that asks for one of its capabilities.
+    families: frozenset[str] = frozenset()
+
+    def runs_on(self, capability: str, family: str) -> bool:
+        """Whether this policy can answer `capability` calls of a scenario of `family`."""
+        return capability in self.capabilities and (not self.families or family in self.families)
+
+    def options(self) -> dict[str, inspect.Parameter] | None:
+        """The options the factory takes (keyword name -> parameter), or None when it takes any (**kwargs)."""
+        try:
+            params = inspect.signature(self.factory).parameters
+        except (TypeError, ValueError):
+            return None
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            return None
+        return {n: p for n, p in params.items() if n not in ("self", "model")
+                and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
 
 
 _REGISTRY: dict[str, PolicySpec] = {}
 
 
 def register(name: str, summary: str, capabilities: frozenset[str] | set[str], model: str = "none",
-             learner: str = ""):
+             learner: str = "", families: frozenset[str] | set[str] = frozenset()):
     """Class or factory decorator. Policies with a model are built as `factory(model=PATH_OR_NONE, **options)`.
-    `learner`: "module:callable", called with the policy, returning its online learner or None."""
+    `learner`: "module:callable", called with the policy, returning its online learner or None.
+    `families`: the scenario families the policy is limited to (empty: any that asks for its capabilities)."""
     if model not in ("none", "optional", "required"):
         raise ValueError(f"model must be none, optional or required, not {model!r}")
 
     def wrap(factory):
         if name in _REGISTRY and _REGISTRY[name].factory is not factory:
             raise ValueError(f"policy name {name!r} registered twice")
-        _REGISTRY[name] = PolicySpec(name, summary, frozenset(capabilities), factory, model, learner)
+        _REGISTRY[name] = PolicySpec(name, summary, frozenset(capabilities), factory, model, learner,
+                                     frozenset(families))
         return factory
 
     return wrap
@@ -101,16 +134,63 @@ def spec(name: str) -> PolicySpec:
                             + unavailable_note("policy_engine.policies")) from None
 
 
+def policies_for(capability: str, family: str) -> list[str]:
+    """Names of the registered policies that can answer `capability` calls of a `family` scenario."""
+    return [s.name for s in available() if s.runs_on(capability, family)]
+
+
+def check_runs_on(name: str, capability: str, family: str, what: str) -> PolicySpec:
+    """The policy's spec, or IncompatiblePolicy naming what `what` (e.g. "scenario 'deeprm'") needs and which
+    policies fit it."""
+    s = spec(name)
+    if s.runs_on(capability, family):
+        return s
+    valid = ", ".join(policies_for(capability, family)) or "(none registered)"
+    if capability not in s.capabilities:
+        does = " and ".join(CAPABILITY_WORDS.get(c, c) for c in sorted(s.capabilities)
+                            if c in CAPABILITY_WORDS) or "declares no capability"
+        why = f"policy {name!r} {does}, but {what} needs one that {CAPABILITY_WORDS.get(capability, capability)}"
+    else:
+        why = f"policy {name!r} works only on {', '.join(sorted(s.families))} scenarios, and {what} is {family}"
+    raise IncompatiblePolicy(f"{why}; valid policies there: {valid}")
+
+
+def check_options(s: PolicySpec, options: dict[str, Any]) -> None:
+    """Refuse option names the policy does not take, and non-numbers for numeric options, naming the valid ones."""
+    accepted = s.options()
+    if accepted is None:
+        return
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        valid = ", ".join(sorted(accepted)) or "none"
+        raise OptionError(f"policy {s.name!r} has no option {', '.join(unknown)}; valid options: {valid}")
+    for key, value in options.items():
+        default = accepted[key].default
+        numeric = isinstance(default, (int, float)) and not isinstance(default, bool)
+        if numeric and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)):
+            raise OptionError(f"policy {s.name!r} option {key} takes a finite number (default {default}), "
+                              f"not {value!r}")
+
+
 def create(name: str, model: str | Path | None = None, **options: Any) -> Policy:
     """Build a registered policy; `model` is a model artifact path for learned policies."""
     s = spec(name)
     if s.model == "required" and model is None:
-        raise ValueError(f"policy {name!r} needs a model artifact (--model PATH)")
-    if s.model == "none":
-        if model is not None:
-            raise ValueError(f"policy {name!r} takes no model artifact")
-        return s.factory(**options)
-    return s.factory(model=model, **options)
+        raise OptionError(f"policy {name!r} needs a model artifact (--model PATH)")
+    if s.model == "none" and model is not None:
+        raise OptionError(f"policy {name!r} takes no model artifact; policies that do: "
+                          f"{', '.join(p.name for p in available() if p.model != 'none')}")
+    check_options(s, options)
+    from policy_engine.artifact import ArtifactError
+
+    try:
+        if s.model == "none":
+            return s.factory(**options)
+        return s.factory(model=model, **options)
+    except ArtifactError:
+        raise
+    except (ValueError, TypeError) as e:  # the factories validate their options with these
+        raise OptionError(f"policy {name!r}: {e}") from e
 
 
 def make_learner(policy: Policy):
@@ -125,3 +205,13 @@ def make_learner(policy: Policy):
     for part in attr.split("."):
         factory = getattr(factory, part)
     return factory(policy)
+
+
+def per_engine_state(policy: Policy) -> list[str]:
+    """What this policy keeps per engine (empty for a stateless one): what would split, silently, across several
+    server processes sharing a port."""
+    reasons = [f"the engine keeps {name} for it" for name in sorted(policy.reads)]
+    s = _REGISTRY.get(policy.name)
+    if s is not None and s.learner and ONLINE_LEARNING in policy.capabilities:
+        reasons.append("it learns online")
+    return reasons

@@ -193,17 +193,21 @@ def _resolve(future: asyncio.Future) -> None:
 
 async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metrics_port: int | None = None,
                 grace_s: float = 5.0, ready: asyncio.Event | None = None, engine: Engine | None = None,
-                webhdfs: str | None = None, webhdfs_ttl_s: float = 60.0, label_locality: bool = True) -> None:
+                webhdfs: str | None = None, webhdfs_ttl_s: float = 60.0, label_locality: bool = True,
+                reuse_port: bool = False) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled).
 
     `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations, and
     (`label_locality`) map containers' Report events get their read level from those blocks (policy_engine.labels).
+    `reuse_port`: listen with SO_REUSEPORT, so several worker processes of a stateless policy share the port
+    (`policy-engine serve --workers N`; the kernel spreads connections over them).
     """
     metrics = EngineMetrics()
     if engine is None:
         engine = Engine(policy, metrics, learning="thread")  # the learner runs in its own thread, off the loop
         engine.attach_learner()
     engine.metrics = metrics
+    engine.bind_metrics()
     locator = None
     if webhdfs:
         from policy_engine.hdfs import BlockLocator
@@ -219,7 +223,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     server = grpc.aio.server(options=[
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.so_reuseport", 0),
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
     ])
     pb_grpc.add_PolicyEngineServicer_to_server(PolicyEngineService(engine, metrics), _RawScheduleRequests(server))
     health_servicer = health.aio.HealthServicer()
@@ -227,7 +231,10 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    bound = server.add_insecure_port(address)
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError:  # grpcio >= 1.60 raises where older versions returned 0
+        bound = 0
     if bound == 0:
         raise OSError(f"cannot listen on {address} (port in use?)")
     if metrics_port is not None:

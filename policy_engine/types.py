@@ -251,12 +251,45 @@ class RouteObservation:
     time: float = 0.0
     request_id: str = ""
     sequence: RouteSequence | None = None  # the request's turn in its caller's stream, when the caller numbers them
+    manager: ManagerView | None = None  # DSRAP (seed 004): one cluster manager's step instead of a job buffer
 
 
 @dataclass(slots=True)
 class RouteDecision:
     job_index: int
     cluster_id: int
+    # DSRAP (seed 004), one entry per task of RouteObservation.manager: the node index it is allocated to in the
+    # manager's own cluster (-1: not allocated), and the neighbour cluster it is forwarded to (-1: kept).
+    task_node: np.ndarray | None = None
+    task_next: np.ndarray | None = None
+    # What the policy saw on its way to the decision (abstract states, actions); for the learner in the same
+    # process, never sent over the wire.
+    trace: object = None
+
+
+# ---------------------------------------------------------------- DSRAP (seed 004)
+
+
+@dataclass(slots=True)
+class ManagerView:
+    """One cluster manager's local view at one step (DSRAP, seed 004): its nodes, its neighbours and the tasks it
+    holds. Arrays are numpy, one entry per node / neighbour / task."""
+
+    cluster_id: int
+    cpu_free: np.ndarray            # float64 per node
+    net_free: np.ndarray
+    cpu_capacity: np.ndarray
+    net_capacity: np.ndarray
+    neighbors: np.ndarray           # int64 cluster ids
+    delays: np.ndarray              # int64 transfer time to each neighbour, in steps
+    task_id: np.ndarray             # int64
+    task_type: np.ndarray           # int64, index into the scenario's task types
+    task_cpu: np.ndarray            # float64 demand of the task's one capsule
+    task_net: np.ndarray
+    task_utility: np.ndarray        # float64 utility rate
+    task_wait: np.ndarray           # int64 steps left before the task is abandoned (0: this step is its last)
+    task_hops: np.ndarray           # int64 transfers so far
+    transfer_limit: int = 40        # tasks this manager may forward per step
 
 
 # ---------------------------------------------------------------- Report (feedback events)

@@ -88,6 +88,8 @@ def test_engine_counts_drops_in_its_metrics_and_decides_while_the_learner_is_stu
     decisions += [engine.schedule(observe(node("n1", ts=t), [job])) for t in range(1, 6)]
     assert all(sum(a.count for a in d.assignments) == 2 for d in decisions)
     assert metrics.registry.get_sample_value("yarnrl_learner_dropped_total", {"kind": "decision"}) == 3
+    engine.bind_metrics()
+    assert metrics.registry.get_sample_value("yarnrl_learner_queue") == 2
     learner.release.set()
     engine.close()
 
@@ -235,3 +237,85 @@ def test_clqlmrs_policy_and_learner_depend_on_the_model_not_on_each_other():
         if path.name != "config.py":
             numbers = {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)}
             assert not numbers & {0.999, 0.95, 1024, 32}, path.name
+
+
+def test_schedule_decoder_equals_the_full_decode_and_names_the_same_errors():
+    """The server's hot path (serialized request, asks decoded once and recognised by their bytes) gives the same
+    observation as decode_schedule, and refuses what it refuses with the same message."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(REPO / "benchmarks"))
+    from engine_throughput import heartbeat
+
+    from policy_engine.codec import InvalidRequest, ScheduleDecoder, decode_schedule, encode_schedule
+
+    decoder = ScheduleDecoder()
+    for i in range(40):
+        req = heartbeat(i, asks=1 + i % 7)
+        assert decoder.decode(req.SerializeToString()) == decode_schedule(req)
+    assert decoder.hits > decoder.misses > 0  # asks repeat between heartbeats: decoded once
+    cached = observe(node("n1"), [map_job("app1", [(["n1", "n2"], ["n1"])] * 3)], "with-blocks")
+    req = encode_schedule(cached)
+    assert decoder.decode(req.SerializeToString()) == decode_schedule(req)
+
+    def refused(req) -> str:
+        with pytest.raises(InvalidRequest) as full:
+            decode_schedule(req)
+        with pytest.raises(InvalidRequest) as fast:
+            decoder.decode(req.SerializeToString())
+        assert str(fast.value) == str(full.value)
+        return str(fast.value)
+
+    bad = heartbeat(1)
+    bad.asks[3].ask_id = bad.asks[2].ask_id
+    assert "asks[3].ask_id: duplicate" in refused(bad)
+    bad = heartbeat(2)
+    bad.asks[5].num_containers = -1
+    assert "asks[5].num_containers" in refused(bad)
+    bad = heartbeat(3)
+    bad.ClearField("node")
+    assert "node: missing" in refused(bad)
+    with pytest.raises(InvalidRequest, match="not a yarnrl.v1.ScheduleRequest"):
+        decoder.decode(b"\x12\xff\xff\xff")
+
+
+def test_several_workers_only_for_stateless_policies(tmp_path):
+    """`serve --workers N` shares the port between processes (SO_REUSEPORT) only when nothing per engine would
+    split: opportunity counts (delay) or an online learner (clqlmrs) are refused with the reason."""
+    import signal
+    import socket
+    import subprocess
+    import sys as _sys
+    import urllib.request
+
+    from policy_engine.cli import start_engine_subprocess
+    from policy_engine.client import PolicyEngineClient
+    from policy_engine.codec import encode_schedule
+
+    for policy, reason in (("delay", "scheduling_opportunities"), ("clqlmrs", "learns online")):
+        r = subprocess.run([_sys.executable, "-m", "policy_engine.cli", "serve", "--policy", policy, "--workers", "2",
+                            "--port", "0"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and reason in r.stderr and "one worker" in r.stderr, r.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        metrics = s.getsockname()[1]
+    proc, target = start_engine_subprocess("fifo", ["--workers", "2", "--metrics-port", str(metrics)])
+    try:
+        obs = observe(node("n1"), [map_job("app1", [(["n1", "n2"], [])] * 2)], "w")
+        for _ in range(6):  # separate channels: separate connections, spread over the workers by the kernel
+            with PolicyEngineClient(target, timeout=10) as client:
+                client.wait_ready(30)
+                assert sum(a.count for a in client.schedule(encode_schedule(obs)).assignments) == 2
+        for port in (metrics, metrics + 1):  # both workers are up, each with its own metrics
+            for _ in range(100):
+                try:
+                    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+                    break
+                except OSError:
+                    import time as _time
+
+                    _time.sleep(0.2)
+            assert "yarnrl_decisions_total" in text or "yarnrl_decisions" in text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0

@@ -100,7 +100,7 @@ def test_whole_episode_accounts_for_every_task_and_event():
 def test_bad_parameters_are_refused_with_the_reason():
     with pytest.raises(ValueError, match="block_mb"):
         get_scenario("locality-wordcount", block_mb=100)
-    with pytest.raises(ValueError, match="bad parameters"):
+    with pytest.raises(ValueError, match="unknown parameter.*'cache'; parameters: .*cache_gb"):
         get_scenario("locality-wordcount", cache=3)
     with pytest.raises(ValueError, match="HiBench size"):
         get_scenario("locality-terasort", size="huge")

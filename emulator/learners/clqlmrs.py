@@ -29,6 +29,7 @@ from emulator.training import register_algo
 from policy_engine.artifact import ArtifactError
 from policy_engine.clqlmrs import PAPER_EPSILON, POLICY_NAME, ClqlmrsConfig, ClqlmrsModel
 from policy_engine.clqlmrs.policy import ClqlmrsPolicy
+from policy_engine.policy import OptionError
 
 DEFAULT_EPISODES = 200
 EVAL_SEED_OFFSET = 1_000_000  # held-out seeds, never trained on
@@ -47,8 +48,12 @@ def _config(options: dict[str, Any]) -> dict[str, Any]:
     known = set(_TRAINED) | set(TRAIN_DEFAULTS)
     unknown = set(options) - known
     if unknown:
-        raise ValueError(f"unknown clqlmrs option(s) {sorted(unknown)}; valid: {sorted(known)}")
-    table = ClqlmrsConfig.parse(**{"epsilon": PAPER_EPSILON, **{k: v for k, v in options.items() if k in _TRAINED}})
+        raise OptionError(f"unknown clqlmrs option(s) {sorted(unknown)}; valid: {sorted(known)}")
+    try:
+        table = ClqlmrsConfig.parse(**{"epsilon": PAPER_EPSILON,
+                                       **{k: v for k, v in options.items() if k in _TRAINED}})
+    except (ValueError, TypeError) as e:  # an out-of-range or mistyped --set
+        raise OptionError(f"clqlmrs options: {e}") from None
     return {**{k: getattr(table, k) for k in _TRAINED}, **TRAIN_DEFAULTS,
             **{k: options[k] for k in TRAIN_DEFAULTS if k in options}}
 
@@ -76,7 +81,10 @@ def train_clqlmrs(scenario: Scenario, episodes: int | None, seed: int, out: Path
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 
-    policy = ClqlmrsPolicy(learn=True, seed=seed, **{k: cfg[k] for k in _TRAINED})
+    try:
+        policy = ClqlmrsPolicy(learn=True, seed=seed, **{k: cfg[k] for k in _TRAINED})
+    except (ValueError, TypeError) as e:  # an out-of-range --set
+        raise OptionError(f"clqlmrs options: {e}") from None
     history: list[dict[str, Any]] = []
     start = 0
     if resume:
@@ -154,4 +162,4 @@ def _plot(path: Path, history: list[dict[str, Any]], scenario: str, mode: str) -
                                secondary=[("train_reward", "training reward / episode")])
 
 
-register_algo(POLICY_NAME, train_clqlmrs)
+register_algo(POLICY_NAME, train_clqlmrs, families={"locality"})

@@ -41,7 +41,7 @@ from emulator.learners import common  # noqa: E402
 from emulator.multicluster.metrics import eval_app  # noqa: E402
 from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
-from policy_engine.policy import ROUTE, Policy, create  # noqa: E402
+from policy_engine.policy import ROUTE, OptionError, Policy, create  # noqa: E402
 from policy_engine.policies.rl_fc import LAYER_NAMES, POLICY_NAME, RlFcPolicy, ValueNetwork, job_states  # noqa: E402
 from policy_engine.types import (  # noqa: E402
     DeadlineMissed,
@@ -105,16 +105,27 @@ class RlFcConfig:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(options) - set(fields))
         if unknown:
-            raise ValueError(f"unknown rl-fc hyper-parameter(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
+            raise OptionError(f"unknown rl-fc hyper-parameter(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
         values = {**options, **{k: v for k, v in overrides.items() if v is not None}}
-        for k in ("hidden", "baselines"):
-            if k in values:
-                v = values[k]
-                if isinstance(v, str):
-                    v = [x for x in v.split(",") if x]
-                values[k] = tuple(int(x) for x in v) if k == "hidden" else tuple(v)
-        cfg = cls(**values)
-        cfg.validate()
+        try:
+            for k in ("hidden", "baselines"):
+                if k in values:
+                    v = values[k]
+                    if isinstance(v, str):
+                        v = [x for x in v.split(",") if x]
+                    v = v if isinstance(v, (list, tuple)) else [v]
+                    if k == "hidden" and not all(str(x).isdigit() for x in v):
+                        raise ValueError(f"hidden takes layer sizes like 2000,500, not {values[k]!r}")
+                    values[k] = tuple(int(x) for x in v) if k == "hidden" else tuple(v)
+            for k, v in values.items():  # numbers where the defaults are numbers (a --set typo is not a crash later)
+                default = fields[k].default
+                if isinstance(default, (int, float)) and not isinstance(default, bool) and (
+                        isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+                    raise ValueError(f"{k} takes a finite number (default {default}), not {v!r}")
+            cfg = cls(**values)
+            cfg.validate()
+        except (ValueError, TypeError) as e:
+            raise OptionError(f"rl-fc hyper-parameters: {e}") from None
         return cfg
 
     def validate(self) -> None:
@@ -611,4 +622,4 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
             "learning_curve": str(out / CURVE_PNG)}
 
 
-register_algo("rl-fc", train_rl_fc)
+register_algo("rl-fc", train_rl_fc, families={"multicluster"})

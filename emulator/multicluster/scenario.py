@@ -15,6 +15,7 @@ from emulator.multicluster import metrics
 from emulator.multicluster.sim import FIFO, HALTED_FIRST, EpisodeResult, Federation, MultiClusterSim
 from emulator.multicluster.workload import ArrivalPattern, JobProfile
 from emulator.scenario import Scenario
+from policy_engine.policy import ROUTE
 
 
 def pattern_with(pattern: ArrivalPattern, params: dict[str, Any]) -> ArrivalPattern:
@@ -39,6 +40,7 @@ class MultiClusterScenario(Scenario):
     """Base: holds the federation, workload and local scheduler; subclasses say which metrics they report."""
 
     family: ClassVar[str] = "multicluster"
+    needs: ClassVar[str] = ROUTE
     default_episodes: ClassVar[int] = 50
     local_scheduler: ClassVar[str] = FIFO
     history: ClassVar[int] = 100

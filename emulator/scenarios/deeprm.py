@@ -17,23 +17,28 @@ Metrics: mean job slowdown (finish - arrival) / length, mean completion time (st
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from emulator.deeprm import DeepRMConfig, DeepRMSimulation
 from emulator.drivers import Driver
-from emulator.scenario import Scenario, register_scenario
+from emulator.scenario import Scenario, register_scenario, reject_unknown_params
+from policy_engine.policy import SCHEDULE
 from policy_engine.features.deeprm import ImageSpec
 
 
 class DeepRMScenario(Scenario):
     name = "deeprm"
     family = "deeprm"
+    needs = SCHEDULE
     metrics = ("slowdown", "completion_time", "jobs", "dropped", "utilization")
     default_episodes = 20
     default_policies = ("sjf", "packer", "deeprm-random")
 
     def __init__(self, res_slot: int = 20, num_slots: int = 10, **params: Any):
+        reject_unknown_params(self.name, params, ["load", "job_rate", "simu_len", "res_slot", "num_slots"]
+                              + [f.name for f in fields(DeepRMConfig) if f.name not in ("spec", "load", "job_rate",
+                                                                                          "simu_len")])
         if not 10 <= res_slot <= 100 or not 1 <= num_slots <= 100:
             raise ValueError(f"res_slot must be in [10, 100] and num_slots in [1, 100], got {res_slot}, {num_slots}")
         self.config = DeepRMConfig(spec=ImageSpec(res_slot=int(res_slot), num_slots=int(num_slots)), **params)

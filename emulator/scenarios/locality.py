@@ -29,17 +29,19 @@ and makespan in seconds.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from emulator.drivers import Driver
-from emulator.scenario import Scenario, register_scenario
+from emulator.scenario import Scenario, register_scenario, reject_unknown_params
+from policy_engine.policy import SCHEDULE
 from emulator.yarn.cluster import ClusterConfig, WorkloadConfig, YarnSimulation
 from emulator.yarn.workloads import APPS
 
 
 class LocalityScenario(Scenario):
     family = "locality"
+    needs = SCHEDULE
     metrics = ("local_task_rate", "cache_locality", "data_locality", "rack_locality", "off_rack", "job_time_s",
                "makespan_s")
     default_episodes = 10
@@ -48,6 +50,8 @@ class LocalityScenario(Scenario):
     def __init__(self, app: str, heartbeat_ms: int = 1000, nodes: int | None = None, racks: int = 2,
                  node_memory_mb: int | None = None, **workload: Any):
         self.name = f"locality-{app}"
+        reject_unknown_params(self.name, workload, [f.name for f in fields(WorkloadConfig) if f.name != "app"]
+                              + ["heartbeat_ms"])
         memory = ClusterConfig().node_memory_mb
         if nodes is not None or node_memory_mb is not None:
             count = int(nodes) if nodes is not None else len(memory)
@@ -87,4 +91,5 @@ for _app, _what in (("wordcount", "CPU-bound"), ("sort", "I/O-bound"), ("terasor
         f"seed 001: HiBench {_app.capitalize()} ({_what}) on 6 DataNodes in 2 racks with an HDFS cache; "
         f"params cache_gb, block_mb, maps, {'size, ' if APPS[_app].hibench_bytes else ''}jobs",
         lambda _a=_app, **params: LocalityScenario(_a, **params),
+        family=LocalityScenario.family, needs=LocalityScenario.needs,
     )

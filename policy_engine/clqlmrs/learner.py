@@ -68,6 +68,9 @@ class ClqlmrsLearner:
         self._seen_containers: OrderedDict[str, None] = OrderedDict()
         self._last_save = time.monotonic()
         self._code_version = code_version()  # once, at start: saves must not run git
+        if self.save_to is not None:  # temp files of a save that a crash (SIGKILL) interrupted: the table is intact
+            for stale in self.save_to.parent.glob(f".{self.save_to.name}.*.tmp"):
+                stale.unlink(missing_ok=True)
         self.saves = 0
         self.errors = 0
         # Online an episode is one finished job; offline training sets this False and ends episodes itself.

@@ -23,7 +23,7 @@ def request_rng(request_id: str, salt: int = 0) -> np.random.Generator:
 
 
 @register("deeprm-random", "DeepRM setting: uniform over the M job slots and the void action, seeded by request id",
-          {SCHEDULE})
+          {SCHEDULE}, families={"deeprm"})  # reads DeepRM's job slots (tags["slot"])
 class DeepRMRandomPolicy(Policy):
     name = "deeprm-random"
     capabilities = frozenset({SCHEDULE})

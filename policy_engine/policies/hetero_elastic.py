@@ -32,7 +32,8 @@ def least_request_job(obs: RouteObservation) -> int:
     return argmin_first([worker_request(j, obs) for j in obs.jobs])
 
 
-@register("ran", "seed 002 RAN: least-request job to a uniformly random cluster (hash of the request id)", {ROUTE})
+@register("ran", "seed 002 RAN: least-request job to a uniformly random cluster (hash of the request id)", {ROUTE},
+          families={"multicluster"})
 class RandomCluster(Policy):
     name = "ran"
     capabilities = frozenset({ROUTE})
@@ -43,7 +44,7 @@ class RandomCluster(Policy):
 
 
 @register("rr", "seed 002 RR: least-request job, clusters in turn from a random start (turn: RouteRequest.sequence)",
-          {ROUTE})
+          {ROUTE}, families={"multicluster"})
 class RoundRobin(Policy):
     name = "rr"
     capabilities = frozenset({ROUTE})
@@ -59,7 +60,8 @@ class RoundRobin(Policy):
 
 
 @register("maf", "seed 002 MAF: least-request job to the cluster with the most available capacity relative to "
-                 "its request, (1 - RO) * CAP / ER over the past 100 steps", {ROUTE})
+                 "its request, (1 - RO) * CAP / ER over the past 100 steps", {ROUTE},
+          families={"multicluster"})
 class MostAvailableFirst(Policy):
     name = "maf"
     capabilities = frozenset({ROUTE})

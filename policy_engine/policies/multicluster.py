@@ -16,7 +16,8 @@ from policy_engine.types import RouteDecision, RouteObservation
 
 
 @register("random", "seed 000 Random: a uniformly random buffered job to a uniformly random cluster "
-                    "(hash of the request id)", {ROUTE})
+                    "(hash of the request id)", {ROUTE},
+          families={"multicluster"})
 class RandomRoute(Policy):
     name = "random"
     capabilities = frozenset({ROUTE})
@@ -45,27 +46,31 @@ class _RuleRoute(Policy):
 
 
 @register("sf-p", "seed 000 SF-P: smallest job first, to the cluster with the lowest average occupation "
-                  "percentage over the past 100 steps", {ROUTE})
+                  "percentage over the past 100 steps", {ROUTE},
+          families={"multicluster"})
 class SmallestFirstP(_RuleRoute):
     name = "sf-p"
 
 
 @register("lf-p", "seed 000 LF-P: largest job first, to the cluster with the lowest average occupation "
-                  "percentage over the past 100 steps", {ROUTE})
+                  "percentage over the past 100 steps", {ROUTE},
+          families={"multicluster"})
 class LargestFirstP(_RuleRoute):
     name = "lf-p"
     largest_first = True
 
 
 @register("sf-e", "seed 000 SF-E: smallest job first, to the cluster with the most available executors on "
-                  "average over the past 100 steps", {ROUTE})
+                  "average over the past 100 steps", {ROUTE},
+          families={"multicluster"})
 class SmallestFirstE(_RuleRoute):
     name = "sf-e"
     by_executors = True
 
 
 @register("lf-e", "seed 000 LF-E: largest job first, to the cluster with the most available executors on "
-                  "average over the past 100 steps", {ROUTE})
+                  "average over the past 100 steps", {ROUTE},
+          families={"multicluster"})
 class LargestFirstE(_RuleRoute):
     name = "lf-e"
     largest_first = True

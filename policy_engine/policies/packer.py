@@ -13,7 +13,8 @@ from policy_engine.policy import SCHEDULE, Policy, register
 from policy_engine.types import Ask, Resource, ScheduleDecision, ScheduleObservation
 
 
-@register("packer", "DeepRM setting: largest dot product of job demand and free resources (Tetris)", {SCHEDULE})
+@register("packer", "DeepRM setting: largest dot product of job demand and free resources (Tetris)", {SCHEDULE},
+          families={"deeprm"})  # reads DeepRM's job slots (tags["slot"])
 class PackerPolicy(Policy):
     name = "packer"
     capabilities = frozenset({SCHEDULE})

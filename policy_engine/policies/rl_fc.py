@@ -78,7 +78,7 @@ class ValueNetwork:
 
 
 @register(POLICY_NAME, "RL-FC (seed 000): learned job-and-cluster values, best buffered job to best cluster",
-          {ROUTE}, model="required")
+          {ROUTE}, model="required", families={"multicluster"})
 class RlFcPolicy(Policy):
     name = POLICY_NAME
     capabilities = frozenset({ROUTE})

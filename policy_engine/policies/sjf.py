@@ -33,7 +33,8 @@ def greedy_slots(obs: ScheduleObservation, num_slots: int | None, score) -> Sche
     return ScheduleDecision(out)
 
 
-@register("sjf", "DeepRM setting: shortest job first among the visible job slots that fit", {SCHEDULE})
+@register("sjf", "DeepRM setting: shortest job first among the visible job slots that fit", {SCHEDULE},
+          families={"deeprm"})  # reads DeepRM's job slots (tags["slot"])
 class ShortestJobFirstPolicy(Policy):
     name = "sjf"
     capabilities = frozenset({SCHEDULE})

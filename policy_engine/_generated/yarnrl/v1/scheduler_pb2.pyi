@@ -281,24 +281,60 @@ class ClusterState(_message.Message):
     elastic: bool
     def __init__(self, cluster_id: _Optional[int] = ..., capacity: _Optional[int] = ..., max_capacity: _Optional[int] = ..., current_capacity: _Optional[int] = ..., available: _Optional[int] = ..., hetero_factor: _Optional[float] = ..., occupation_history: _Optional[_Iterable[float]] = ..., missed_deadlines: _Optional[int] = ..., queued_jobs: _Optional[int] = ..., elastic: _Optional[bool] = ...) -> None: ...
 
+class ManagerView(_message.Message):
+    __slots__ = ("cluster_id", "cpu_free", "network_free", "cpu_capacity", "network_capacity", "neighbors", "transfer_delays", "task_ids", "task_types", "task_cpu", "task_network", "task_utility_rate", "task_wait", "task_hops", "transfer_limit")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    CPU_FREE_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FREE_FIELD_NUMBER: _ClassVar[int]
+    CPU_CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    NEIGHBORS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_DELAYS_FIELD_NUMBER: _ClassVar[int]
+    TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPES_FIELD_NUMBER: _ClassVar[int]
+    TASK_CPU_FIELD_NUMBER: _ClassVar[int]
+    TASK_NETWORK_FIELD_NUMBER: _ClassVar[int]
+    TASK_UTILITY_RATE_FIELD_NUMBER: _ClassVar[int]
+    TASK_WAIT_FIELD_NUMBER: _ClassVar[int]
+    TASK_HOPS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: int
+    cpu_free: _containers.RepeatedScalarFieldContainer[float]
+    network_free: _containers.RepeatedScalarFieldContainer[float]
+    cpu_capacity: _containers.RepeatedScalarFieldContainer[float]
+    network_capacity: _containers.RepeatedScalarFieldContainer[float]
+    neighbors: _containers.RepeatedScalarFieldContainer[int]
+    transfer_delays: _containers.RepeatedScalarFieldContainer[int]
+    task_ids: _containers.RepeatedScalarFieldContainer[int]
+    task_types: _containers.RepeatedScalarFieldContainer[int]
+    task_cpu: _containers.RepeatedScalarFieldContainer[float]
+    task_network: _containers.RepeatedScalarFieldContainer[float]
+    task_utility_rate: _containers.RepeatedScalarFieldContainer[float]
+    task_wait: _containers.RepeatedScalarFieldContainer[int]
+    task_hops: _containers.RepeatedScalarFieldContainer[int]
+    transfer_limit: int
+    def __init__(self, cluster_id: _Optional[int] = ..., cpu_free: _Optional[_Iterable[float]] = ..., network_free: _Optional[_Iterable[float]] = ..., cpu_capacity: _Optional[_Iterable[float]] = ..., network_capacity: _Optional[_Iterable[float]] = ..., neighbors: _Optional[_Iterable[int]] = ..., transfer_delays: _Optional[_Iterable[int]] = ..., task_ids: _Optional[_Iterable[int]] = ..., task_types: _Optional[_Iterable[int]] = ..., task_cpu: _Optional[_Iterable[float]] = ..., task_network: _Optional[_Iterable[float]] = ..., task_utility_rate: _Optional[_Iterable[float]] = ..., task_wait: _Optional[_Iterable[int]] = ..., task_hops: _Optional[_Iterable[int]] = ..., transfer_limit: _Optional[int] = ...) -> None: ...
+
 class RouteRequest(_message.Message):
-    __slots__ = ("request_id", "time", "jobs", "clusters", "sequence", "stream_id")
+    __slots__ = ("request_id", "time", "jobs", "clusters", "sequence", "stream_id", "manager")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     CLUSTERS_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    MANAGER_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     time: float
     jobs: _containers.RepeatedCompositeFieldContainer[RouteJob]
     clusters: _containers.RepeatedCompositeFieldContainer[ClusterState]
     sequence: int
     stream_id: str
-    def __init__(self, request_id: _Optional[str] = ..., time: _Optional[float] = ..., jobs: _Optional[_Iterable[_Union[RouteJob, _Mapping]]] = ..., clusters: _Optional[_Iterable[_Union[ClusterState, _Mapping]]] = ..., sequence: _Optional[int] = ..., stream_id: _Optional[str] = ...) -> None: ...
+    manager: ManagerView
+    def __init__(self, request_id: _Optional[str] = ..., time: _Optional[float] = ..., jobs: _Optional[_Iterable[_Union[RouteJob, _Mapping]]] = ..., clusters: _Optional[_Iterable[_Union[ClusterState, _Mapping]]] = ..., sequence: _Optional[int] = ..., stream_id: _Optional[str] = ..., manager: _Optional[_Union[ManagerView, _Mapping]] = ...) -> None: ...
 
 class RouteResponse(_message.Message):
-    __slots__ = ("request_id", "decision_id", "job_index", "job_id", "cluster_id", "policy", "model_version")
+    __slots__ = ("request_id", "decision_id", "job_index", "job_id", "cluster_id", "policy", "model_version", "task_node", "task_next_cluster")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -306,6 +342,8 @@ class RouteResponse(_message.Message):
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TASK_NODE_FIELD_NUMBER: _ClassVar[int]
+    TASK_NEXT_CLUSTER_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     decision_id: str
     job_index: int
@@ -313,7 +351,9 @@ class RouteResponse(_message.Message):
     cluster_id: int
     policy: str
     model_version: str
-    def __init__(self, request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., job_index: _Optional[int] = ..., job_id: _Optional[str] = ..., cluster_id: _Optional[int] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ...) -> None: ...
+    task_node: _containers.RepeatedScalarFieldContainer[int]
+    task_next_cluster: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., job_index: _Optional[int] = ..., job_id: _Optional[str] = ..., cluster_id: _Optional[int] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ..., task_node: _Optional[_Iterable[int]] = ..., task_next_cluster: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ContainerStarted(_message.Message):
     __slots__ = ("container_id", "application_id", "node_id", "ask_id", "locality", "rack_cached", "input_block_id")

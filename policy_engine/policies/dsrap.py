@@ -1,0 +1,62 @@
+"""DSRAP (seed 004): the paper's five resource-sharing approaches, one policy each (Table 1 and Sec. 5.1).
+
+Every policy answers one cluster manager's step (a Route call carrying RouteObservation.manager): which of its tasks
+to allocate on which node, and where to forward the rest. The learning ones (fdl, sdl, bdl) keep per-manager tables
+(policy_engine.dsrap.DsrapTables) that their learner updates after every decision; `centralized` declares the
+`dsrap-centralized` capability, so the simulator runs one manager over all nodes for it.
+
+Options (`--set KEY=VALUE`): seed=0 (salt of the exploration draws) and any FalSettings field (alpha1, gamma1,
+eps_type, eps_void, greedy_below, count_cap, alpha2, eps_neighbor).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from policy_engine.dsrap import CounterRandom, DsrapTables, FalSettings, decide
+from policy_engine.policy import ROUTE, Policy, register
+from policy_engine.routing import request_hash
+from policy_engine.types import RouteDecision, RouteObservation
+
+CENTRALIZED = "dsrap-centralized"
+
+
+class DsrapPolicy(Policy):
+    capabilities = frozenset({ROUTE})
+    learns_inline = True    # FAL updates tables between a manager's steps (see policy_engine.dsrap)
+    first = "best-first"
+    second = "random"
+
+    def __init__(self, seed: Any = 0, **settings: Any):
+        fields = FalSettings.__dataclass_fields__
+        unknown = sorted(set(settings) - set(fields))
+        if unknown:
+            raise ValueError(f"{self.name}: unknown option(s) {', '.join(unknown)}; valid: seed, {', '.join(fields)}")
+        try:
+            values = {k: type(getattr(FalSettings, k))(v) for k, v in settings.items() if k != "type_utility"}
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{self.name}: bad option value: {e}") from None
+        self.settings = FalSettings(**values)
+        self.seed = int(seed)
+        self._salt = f"{self.name}:{self.seed}"
+        learns = self.first == "learning1" or self.second == "learning2"
+        self.tables = DsrapTables(self.settings) if learns else None
+
+    def route(self, obs: RouteObservation) -> RouteDecision:
+        if obs.manager is None:
+            raise ValueError(f"policy {self.name!r} decides for DSRAP cluster managers: the request needs `manager`")
+        rng = CounterRandom(request_hash(obs.request_id, self._salt))
+        return decide(obs.manager, self.first, self.second, self.tables, rng)
+
+
+def _approach(name: str, first: str, second: str, capabilities=frozenset({ROUTE})):
+    return type(f"Dsrap_{name}", (DsrapPolicy,), {"name": name, "first": first, "second": second,
+                                                   "capabilities": frozenset(capabilities)})
+
+
+L = "policy_engine.dsrap:make_learner"
+register("greedy", "DSRAP greedy: best-first local allocation, random routing (seed 004)", {ROUTE}, learner=L, families={"dsrap"})(_approach("greedy", "best-first", "random"))
+register("fdl", "DSRAP FDL: Learning1 (FAL/PGA) local allocation, random routing (seed 004)", {ROUTE}, learner=L, families={"dsrap"})(_approach("fdl", "learning1", "random"))
+register("sdl", "DSRAP SDL: best-first local allocation, Learning2 (FAL/PGA, Eq. 6) routing (seed 004)", {ROUTE}, learner=L, families={"dsrap"})(_approach("sdl", "best-first", "learning2"))
+register("bdl", "DSRAP BDL: Learning1 and Learning2, both learned by FAL/PGA (seed 004)", {ROUTE}, learner=L, families={"dsrap"})(_approach("bdl", "learning1", "learning2"))
+register("centralized", "DSRAP centralized: one manager over all clusters' nodes, best-first (seed 004)", {ROUTE, CENTRALIZED}, learner=L, families={"dsrap"})(_approach("centralized", "best-first", "random", {ROUTE, CENTRALIZED}))

@@ -1,0 +1,267 @@
+"""DSRAP (seed 004): simulator accounting, the approaches' decisions on hand-built states, the PettingZoo API test,
+and identical runs in-process and over gRPC."""
+
+import json
+
+import numpy as np
+import pytest
+
+from emulator.cli import main as emulator_main
+from emulator.drivers import make_driver
+from emulator.dsrap.config import DsrapConfig
+from emulator.dsrap.sim import DsrapSim
+from emulator.scenario import get_scenario
+from policy_engine.dsrap import (
+    VOID,
+    CounterRandom,
+    DsrapLearner,
+    DsrapTables,
+    FalSettings,
+    Learning1Step,
+    best_first,
+    bits_actions,
+    decide,
+    learning1,
+    learning2,
+    limit,
+)
+from policy_engine.engine import clip_manager
+from policy_engine.types import ManagerView, RouteDecision, RouteObservation
+
+
+def view(cpu_free, net_free, tasks, neighbors=(2, 3), cluster_id=1, limit_=40, cap=150.0):
+    """tasks: (type, cpu, net, utility, wait)"""
+    t = np.asarray(tasks, dtype=np.float64).reshape(-1, 5)
+    n = len(cpu_free)
+    return ManagerView(
+        cluster_id=cluster_id, cpu_free=np.asarray(cpu_free, float), net_free=np.asarray(net_free, float),
+        cpu_capacity=np.full(n, cap), net_capacity=np.full(n, cap), neighbors=np.asarray(neighbors, np.int64),
+        delays=np.ones(len(neighbors), np.int64), task_id=np.arange(len(t), dtype=np.int64),
+        task_type=t[:, 0].astype(np.int64), task_cpu=t[:, 1], task_net=t[:, 2], task_utility=t[:, 3],
+        task_wait=t[:, 4].astype(np.int64), task_hops=np.zeros(len(t), np.int64), transfer_limit=limit_)
+
+
+class Recorder:
+    """A driver that allocates nothing and forwards nothing, or everything to the first neighbour."""
+
+    capabilities = frozenset()
+
+    def __init__(self, forward=False):
+        self.forward = forward
+        self.calls = 0
+
+    def route(self, obs):
+        self.calls += 1
+        v = obs.manager
+        nxt = np.full(v.task_id.size, int(v.neighbors[0]) if self.forward and v.neighbors.size else -1)
+        return RouteDecision(0, v.cluster_id, np.full(v.task_id.size, -1), nxt)
+
+
+# ---------------------------------------------------------------- simulator accounting
+
+
+def test_workload_follows_the_paper_rates_and_light_is_half_of_heavy():
+    for load, scale in (("heavy", 1.0), ("light", 0.5)):
+        sim = DsrapSim(DsrapConfig(load=load, steps=4000, window=1000))
+        sim.reset(3)
+        per_type = np.bincount(sim.ttype, minlength=4) / 4000
+        assert per_type == pytest.approx(np.array([27, 11, 11, 6]) * scale, rel=0.05)
+        demanding = sim.ttype == 3
+        assert sim.cpu[demanding].mean() == pytest.approx(47, rel=0.05)
+        assert sim.netd[demanding].mean() == pytest.approx(43, rel=0.05)
+        assert sim.util[demanding].mean() == pytest.approx(25, rel=0.05)
+        assert sim.service[demanding].mean() == pytest.approx(50, rel=0.08)
+    net = DsrapSim(DsrapConfig()).net
+    assert net.n_nodes == 256 and net.cpu_capacity.min() >= 50 and net.cpu_capacity.max() <= 150
+    assert list(net.neighbors[5]) == [2, 6, 10, 16] and len(net.neighbors[1]) == 2
+
+
+def test_tasks_nobody_allocates_are_abandoned_after_the_maximum_wait():
+    cfg = DsrapConfig(steps=40, window=40)
+    sim = DsrapSim(cfg)
+    sim.reset(0)
+    while not sim.done:
+        sim.step(Recorder().route)
+    r = sim.result()
+    created_early = np.bincount(sim.ttype[sim.deadline < 40 - 1], minlength=4)
+    assert sum(r.abandoned.values()) == created_early.sum()      # everything that had to expire did, per type
+    assert list(r.abandoned.values()) == created_early.tolist()
+    assert r.utility_rate == 0 and r.cpu == 0 and sum(r.allocated.values()) == 0
+
+
+def test_forwarded_tasks_arrive_one_step_later_with_one_more_hop_and_the_limit_holds():
+    sim = DsrapSim(DsrapConfig(steps=3, window=3))
+    sim.reset(0)
+    sim._begin_step()
+    held = sim.queue[5].copy()
+    assert held.size > 0
+    rec = Recorder(forward=True)
+    sim.apply(5, rec.route(sim.observation(5)))
+    moved = held[: min(held.size, 40)]
+    assert sim.hops[moved].tolist() == [1] * moved.size
+    sim._end_step()
+    sim._begin_step()
+    assert set(moved.tolist()) <= set(sim.queue[2].tolist())       # neighbour 2 of cluster 5 holds them now
+    # a decision past the transfer limit is cut by the simulator itself
+    v = sim.observation(2).manager
+    sim.apply(2, RouteDecision(0, 2, np.full(v.task_id.size, -1), np.full(v.task_id.size, 1)))
+    assert sim.rejected == max(0, v.task_id.size - 40)
+
+
+def test_resources_and_utility_are_conserved_over_an_episode():
+    sc = get_scenario("dsrap-heavy", steps=300, window=100)
+    sim = sc.make_sim(False)
+    sim.reset(1)
+    with make_driver("greedy") as d:
+        while not sim.done:
+            sim.step(d.route)
+    running = [(n, t) for end, (nodes, tids) in sim.finishing.items() for n, t in zip(nodes, tids)]
+    used_cpu = np.zeros(sim.net.n_nodes)
+    np.add.at(used_cpu, [n for n, _ in running], sim.cpu[[t for _, t in running]])
+    assert np.allclose(sim.cpu_free + used_cpu, sim.net.cpu_capacity)
+    assert sim.running_util == pytest.approx(sim.util[[t for _, t in running]].sum())
+    assert (sim.cpu_free >= 0).all() and (sim.net_free >= 0).all()
+    queued = sum(q.size for q in sim.queue.values())
+    transit = sum(x.size for lst in sim.transit.values() for _, x in lst)
+    created = int(sum(np.sum(e - s) for s, e in zip(*(r[:300] for r in sim._arrival_ranges))))
+    assert sim.allocated_all.sum() + sim.abandoned_all.sum() + queued + transit == created
+    assert sim.rejected == 0
+
+
+# ---------------------------------------------------------------- the approaches on hand-built states
+
+
+def test_best_first_allocates_highest_utility_first_on_the_best_fitting_node():
+    v = view([50, 30], [50, 30], [(0, 20, 20, 1, 5), (3, 30, 30, 25, 5), (2, 25, 10, 5, 5)])
+    # demanding (u 25) first: fits both nodes, best fit is node 1 (nothing left over); then compute-intense
+    # (u 5) on node 0, then ordinary no longer fits (node 0 has 25 CPU, 40 network left: it does fit)
+    assert best_first(v).tolist() == [0, 1, 0]
+    v = view([40], [40], [(0, 20, 20, 1, 5), (3, 35, 35, 25, 5)])
+    assert best_first(v).tolist() == [-1, 0]
+
+
+def test_limit_projects_onto_the_simplex_with_a_floor():
+    x = limit(np.array([1.4, -0.2, 0.3]), np.array([0.02, 0.02, 0.01]))
+    assert x.sum() == pytest.approx(1.0) and (x >= [0.02, 0.02, 0.01]).all()
+    assert x == pytest.approx([0.97, 0.02, 0.01])                        # all spare mass to the best
+    y = limit(np.array([0.5, 0.45, 0.05]), np.array([0.1, 0.1, 0.1]))
+    assert y == pytest.approx([0.475, 0.425, 0.1])
+    assert limit(np.array([0.5, 0.5]), np.array([0.1, 0.1])) == pytest.approx([0.5, 0.5])
+
+
+def test_learning1_starts_greedy_and_follows_a_learned_void_preference():
+    tables = DsrapTables(FalSettings(greedy_below=0.0))
+    v = view([60, 60], [60, 60], [(0, 10, 10, 1, 5), (3, 40, 40, 25, 5)], cap=60.0)
+    picks = [learning1(v, tables, CounterRandom(k))[1][0].action for k in range(200)]
+    assert picks.count(3) > 180            # unseen state: the demanding task, all but the exploration floor
+    # teach the state that only the ordinary task is on offer: VOID is worth more than allocating it
+    v2 = view([60, 60], [60, 60], [(0, 10, 10, 1, 5)], cap=60.0)
+    _, trace = learning1(v2, tables, CounterRandom(1))
+    key = trace[0].key
+    learner = DsrapLearner(tables, "learning1", "random")
+    mt = tables.of(1, 2)
+    for _ in range(300):
+        learner._update1(mt, Learning1Step(key, VOID, 0.0), 5.0, 0.1)
+        learner._update1(mt, Learning1Step(key, 0, 1.0), 0.0, 0.1)
+    assert mt.pi1[key][VOID] > 0.9 and bits_actions(key[0]) == [0, VOID]
+    voids = sum(learning1(v2, tables, CounterRandom(k))[1][0].action == VOID for k in range(100))
+    assert voids > 85
+
+
+def test_learning2_and_eq6_send_tasks_where_they_will_be_allocated():
+    tables = DsrapTables(FalSettings())
+    learner = DsrapLearner(tables, "best-first", "learning2")
+    learner._stream = "s:0"                  # this episode's tables (a new stream would start fresh ones)
+    # neighbour 2 has room, neighbour 3 is full
+    tables.of(2, 1)
+    tables.of(3, 1)
+    tables.views[2] = view([100], [100], [], neighbors=(1,), cluster_id=2)
+    tables.views[3] = view([5], [5], [], neighbors=(1,), cluster_id=3)
+    one = (np.array([1]), np.array([20.0]), np.array([20.0]))
+    assert learner.rewards(3, *one, np.array([3])) == [0.0]                 # no room for it, no future yet
+    assert learner.rewards(2, *one, np.array([-1])) == [0.0]                # expires on the way
+    assert learner.rewards(2, *one, np.array([3])) == pytest.approx([0.5])  # no experience yet: (0+1)/(0+2)
+    v = view([5], [5], [(1, 20, 20, 6, 4)] * 30, neighbors=(2, 3))
+    for step in range(40):
+        obs = RouteObservation([], [], float(step), f"s:0:{step}:1", manager=v)
+        learner.on_route(obs, decide(v, "best-first", "learning2", tables, CounterRandom(step)))
+        tables.views[2] = view([100], [100], [], neighbors=(1,), cluster_id=2)
+        tables.views[3] = view([5], [5], [], neighbors=(1,), cluster_id=3)
+    mi = tables.managers[1]
+    assert mi.q2[1, 4, 0] > 0.4 and mi.q2[1, 4, 1] < 0.05
+    assert mi.pi2[1, 4, 0] > 0.95
+    sent = learning2(v, np.arange(30), tables, CounterRandom(7))
+    assert (sent == 2).sum() >= 27
+    # backward exploration: neighbour 2 learnt what sending such a task back to 1 is worth
+    assert tables.managers[2].q2[1, 3, 0] == 0.0                            # 1 is full: p_1 = 0, no future
+
+
+def test_engine_clips_what_a_manager_decision_cannot_do():
+    v = view([30], [30], [(0, 20, 20, 1, 5), (0, 20, 20, 1, 5), (0, 5, 5, 1, 5), (0, 5, 5, 1, 5)], limit_=1)
+    d = RouteDecision(0, 1, np.array([0, 0, -1, 5]), np.array([-1, 2, 9, 3]))
+    checked, cut = clip_manager(RouteObservation([], [], 0.0, "x", manager=v), d)
+    # task 1 does not fit after task 0, task 3 names no node (2 cut); task 2 names no neighbour (1); of the two
+    # valid forwards (tasks 1 and 3) the transfer limit keeps the first (1)
+    assert checked.task_node.tolist() == [0, -1, -1, -1]
+    assert checked.task_next.tolist() == [-1, 2, -1, -1]
+    assert cut == 4
+
+
+# ---------------------------------------------------------------- PettingZoo
+
+
+def test_pettingzoo_parallel_api_and_an_independent_learner():
+    from pettingzoo.test import parallel_api_test
+
+    from emulator.dsrap.env import parallel_env
+    from emulator.dsrap.iql import IndependentQLearning, IQLConfig
+
+    parallel_api_test(parallel_env(steps=40), num_cycles=60)
+    env = parallel_env(steps=60)
+    assert env.metadata["name"] == "yarnrl/dsrap_v0" and len(env.possible_agents) == 16
+    iql = IndependentQLearning(env, IQLConfig(episodes=2, seed=3))
+    curve = iql.train()
+    assert len(curve) == 2 and all(c > 0 for c in curve)
+    assert sum(int((q != 0).sum()) for q in iql.q.values()) > 16       # every agent's table learnt something
+    again = IndependentQLearning(parallel_env(steps=60), IQLConfig(episodes=2, seed=3)).train()
+    assert again == curve                                             # seeded: reproducible
+
+
+def test_env_reward_sums_to_the_system_utility_rate():
+    from emulator.dsrap.env import parallel_env
+
+    env = parallel_env(steps=30)
+    env.reset(options={"episode": 2})
+    for _ in range(10):
+        _, rewards, _, _, infos = env.step({a: 0 for a in env.agents})
+    system = next(iter(infos.values()))["utility_rate"]
+    assert system > 0 and sum(rewards.values()) == pytest.approx(system)
+
+
+# ---------------------------------------------------------------- protocol
+
+
+@pytest.mark.parametrize("policy", ["bdl", "centralized"])
+def test_same_metrics_in_process_and_over_grpc(policy):
+    sc = get_scenario("dsrap-heavy", steps=60, window=30)
+    runs = {}
+    for mode in (None, "spawn"):
+        with make_driver(policy, remote=mode) as d:
+            assert ("dsrap-centralized" in d.capabilities) == (policy == "centralized")
+            runs[mode] = [sc.play(d, seed) for seed in (0, 1)]
+            if mode is None and policy == "bdl":
+                assert d.engine.learner.errors == 0 and len(d.engine.learner.tables.managers) == 16
+    for a, b in zip(runs[None], runs["spawn"]):
+        assert a.metrics() == b.metrics() and a.curve == b.curve
+    assert runs[None][0].utility_rate > 0 and runs[None][0].rejected == 0
+
+
+def test_cli_compare_json_records_the_chosen_values(capsys):
+    emulator_main(["compare", "--scenario", "dsrap-light", "--param", "steps=80", "--param", "window=40",
+                   "--policies", "greedy,sdl", "--episodes", "1", "--json", "--no-progress"])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["params"]["load"] == "light" and out["params"]["max_wait"] == 10
+    assert out["params"]["transfer_limit"] == 40 and out["params"]["nodes"]["4"] == 21
+    assert out["params"]["task_types"]["demanding"] == {"cpu": 47, "network": 43, "utility_rate": 25,
+                                                        "service_time": 50}
+    assert set(out["policies"]["sdl"]) >= {"utility_rate", "cpu", "network", "hops", "abandoned_demanding"}
