@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install proto plugin clean
+.PHONY: demo test install proto plugin clean images cluster-up cluster-down
 MVN ?= mvn
 
 $(STAMP): pyproject.toml
@@ -37,6 +37,20 @@ test: install
 # The ResourceManager plugin jar alone: yarn_plugin/target/yarnrl-yarn-plugin-0.1.0.jar
 plugin:
 	$(MVN) -B -q -f yarn_plugin/pom.xml package -DskipTests
+
+# A real multi-host Hadoop in containers (docker/README.md): images from Debian packages, Maven Central and PyPI,
+# rebuilt only when their inputs changed; then NameNode, ResourceManager + RlScheduler, 4 workers in 2 racks, the
+# engine (POLICY) and a client. Needs a running Docker engine.
+POLICY ?= fifo
+CLUSTER ?= yarnrl
+images: install
+	$(PY) docker/images.py
+
+cluster-up: images
+	$(PY) docker/cluster.py up --name $(CLUSTER) --policy $(POLICY)
+
+cluster-down:
+	$(PY) docker/cluster.py down --name $(CLUSTER)
 
 clean:
 	rm -rf $(VENV) yarn_plugin/target

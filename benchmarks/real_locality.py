@@ -422,8 +422,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     if args.cluster == "docker":
-        raise SystemExit("real_locality: --cluster docker is not available yet: the container cluster "
-                         "(docker/, the testcontainers issue) does not exist in this checkout; use --cluster mini")
+        raise SystemExit("real_locality: --cluster docker is not available yet: this benchmark does not yet run its "
+                         "jobs and probes on the container cluster (docker/); use --cluster mini")
     policies = [x for x in args.policies.split(",") if x]
     workloads = [x for x in args.workloads.split(",") if x]
     sizes = [x for x in args.sizes.split(",") if x]

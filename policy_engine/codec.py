@@ -624,3 +624,27 @@ __all__ = [
     "decode_schedule_decision", "decode_route", "encode_route", "encode_route_decision", "decode_route_decision", "decode_event", "decode_events",
     "encode_event",
 ]
+
+
+# ---------------------------------------------------------------- serialized messages (the decision log's columns)
+
+
+def decode_schedule_bytes(data: bytes) -> ScheduleObservation:
+    """A serialized ScheduleRequest, checked and decoded as the server does."""
+    return decode_schedule(parse_schedule_request(data))
+
+
+def decode_route_bytes(data: bytes) -> RouteObservation:
+    try:
+        req = pb.RouteRequest.FromString(data)
+    except DecodeError as e:
+        raise InvalidRequest(f"not a RouteRequest message: {e}") from None
+    return decode_route(req)
+
+
+def decode_event_bytes(data: bytes) -> Event:
+    try:
+        ev = pb.Event.FromString(data)
+    except DecodeError as e:
+        raise InvalidRequest(f"not an Event message: {e}") from None
+    return decode_event(ev)

@@ -1,0 +1,550 @@
+#!/usr/bin/env python3
+"""A real multi-host Hadoop 3.5.0 cluster in containers, with the yarn-rl plugin and engine.
+
+    NameNode (nn) · ResourceManager with RlScheduler (rm) · workers worker1..4, each one host running a DataNode
+    and a NodeManager, in racks /rack1 (worker1, worker2) and /rack2 (worker3, worker4) · the policy engine
+    (engine: `policy-engine serve --webhdfs http://nn:9870`) · a client for `hadoop jar` / `hdfs dfs` / `yarn`.
+
+All containers sit on one user-defined bridge network with fixed addresses, and every container's /etc/hosts lists
+every host, so forward and reverse lookups agree everywhere (HDFS block hosts == NodeManager hosts: node locality
+is real). Only the web UIs and the engine are published, on 127.0.0.1. Containers are created with testcontainers
+(no Ryuk reaper: it would be pulled from a registry) and labelled, so `down` in another process finds them.
+
+    python docker/cluster.py up --policy delay [--set node_locality_delay=4] [--name yarnrl]
+    python docker/cluster.py status | down | exec -- hdfs dfs -ls /
+
+The same module drives the cluster tests (tests/cluster) and the HiBench runner (benchmarks/hibench.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import socket
+import sys
+import time
+import urllib.error
+import urllib.request
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import images  # noqa: E402  (docker/images.py, next to this file)
+
+LABEL_CLUSTER = "org.yarnrl.cluster"
+LABEL_ROLE = "org.yarnrl.role"
+LABEL_POLICY = "org.yarnrl.policy"
+EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/hadoop-mapreduce-examples.jar"
+ENGINE_GRPC_PORT = 50051
+ENGINE_METRICS_PORT = 9464
+NN_HTTP_PORT = 9870
+RM_HTTP_PORT = 8088
+RM_JMX_BEAN = "Hadoop:service=ResourceManager,name=RlScheduler"
+LOG_TAIL = 40
+
+
+class ClusterError(RuntimeError):
+    """A container that exited, a daemon that never registered, a port in use: the message names the container
+    and carries its last log lines."""
+
+
+def _http_json(url: str, timeout: float = 5.0):
+    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (loopback URLs built here)
+        return json.loads(r.read().decode())
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT is free to a listener
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+@dataclass
+class ClusterSpec:
+    name: str = "yarnrl"
+    workers: int = 4
+    racks: int = 2
+    policy: str = "fifo"
+    policy_settings: list[str] = field(default_factory=list)  # --set KEY=VALUE for policy-engine serve
+    engine: bool = True  # False: RlScheduler without an engine address (native FIFO)
+    # host ports on 127.0.0.1; None = any free port (tests)
+    nn_port: int | None = NN_HTTP_PORT
+    rm_port: int | None = RM_HTTP_PORT
+    metrics_port: int | None = ENGINE_METRICS_PORT
+    grpc_port: int | None = ENGINE_GRPC_PORT
+    nm_memory_mb: int = 4096
+    nm_vcores: int = 4
+    engine_deadline_ms: int = 50
+    breaker_open_ms: int = 10000
+
+    @property
+    def network(self) -> str:
+        return f"{self.name}-net"
+
+    def container(self, role: str) -> str:
+        return f"{self.name}-{role}"
+
+    def worker_hosts(self) -> list[str]:
+        return [f"worker{i + 1}" for i in range(self.workers)]
+
+    def rack_of(self, i: int) -> str:
+        per_rack = max(1, -(-self.workers // self.racks))
+        return f"/rack{i // per_rack + 1}"
+
+
+class Cluster:
+    """Start, inspect and stop one named cluster. `Cluster.attach(name)` works on a cluster another process
+    started (ports and policy are read back from the containers)."""
+
+    def __init__(self, spec: ClusterSpec | None = None):
+        self.spec = spec or ClusterSpec()
+        self.client = images.connect()
+        self.subnet_prefix: str | None = None
+
+    # ------------------------------------------------------------------------------------------ addresses
+    def _ips(self) -> dict[str, str]:
+        p = self.subnet_prefix
+        ips = {"nn": f"{p}.10", "rm": f"{p}.11", "engine": f"{p}.12", "client": f"{p}.13"}
+        for i, h in enumerate(self.spec.worker_hosts()):
+            ips[h] = f"{p}.{21 + i}"
+        return ips
+
+    def _topology(self) -> str:
+        ips = self._ips()
+        rows = []
+        for i, h in enumerate(self.spec.worker_hosts()):
+            rows += [f"{h} {self.spec.rack_of(i)}", f"{ips[h]} {self.spec.rack_of(i)}"]
+        return ";".join(rows)
+
+    def containers(self) -> list:
+        return self.client.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={self.spec.name}"})
+
+    def get(self, role: str):
+        import docker
+
+        try:
+            return self.client.containers.get(self.spec.container(role))
+        except docker.errors.NotFound:
+            raise ClusterError(f"container {self.spec.container(role)} does not exist (is the cluster up?)") from None
+
+    def host_port(self, role: str, port: int) -> int:
+        c = self.get(role)
+        c.reload()
+        bindings = (c.attrs["NetworkSettings"]["Ports"] or {}).get(f"{port}/tcp") or []
+        if not bindings:
+            raise ClusterError(f"{c.name}: port {port} is not published")
+        return int(bindings[0]["HostPort"])
+
+    @property
+    def nn_url(self) -> str:
+        return f"http://127.0.0.1:{self.host_port('nn', NN_HTTP_PORT)}"
+
+    @property
+    def rm_url(self) -> str:
+        return f"http://127.0.0.1:{self.host_port('rm', RM_HTTP_PORT)}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.host_port('engine', ENGINE_METRICS_PORT)}/metrics"
+
+    @property
+    def engine_target(self) -> str:
+        return f"127.0.0.1:{self.host_port('engine', ENGINE_GRPC_PORT)}"
+
+    # ------------------------------------------------------------------------------------------- lifecycle
+    def up(self, timeout: float = 300.0, build: bool = True, progress=None) -> "Cluster":
+        """Build missing images, start every container and wait until all DataNodes and NodeManagers have
+        registered and the engine serves. On failure everything started is removed again."""
+        say = progress or (lambda msg: None)
+        if build:
+            say("checking images (make images)")
+            images.ensure_images()
+        if self.containers():
+            raise ClusterError(f"a cluster named {self.spec.name!r} already exists: "
+                               f"`python docker/cluster.py down --name {self.spec.name}` first")
+        self._check_ports()
+        t0 = time.monotonic()
+        try:
+            self._create_network()
+            say(f"network {self.spec.network} ({self.subnet_prefix}.0/24)")
+            self._start("nn", images.HADOOP_IMAGE, ["namenode"], {NN_HTTP_PORT: self.spec.nn_port})
+            for h in self.spec.worker_hosts():
+                self._start(h, images.HADOOP_IMAGE, ["worker"], {})
+            self._start("rm", images.HADOOP_IMAGE, ["resourcemanager"], {RM_HTTP_PORT: self.spec.rm_port})
+            if self.spec.engine:
+                self.start_engine(self.spec.policy, self.spec.policy_settings, wait=False)
+            self._start("client", images.HADOOP_IMAGE, ["client"], {})
+            say("containers started; waiting for DataNodes, NodeManagers and the engine")
+            self.wait_ready(timeout=max(10.0, timeout - (time.monotonic() - t0)))
+        except BaseException:
+            self.down(quiet=True)
+            raise
+        return self
+
+    def _check_ports(self) -> None:
+        s = self.spec
+        for what, port, env in (("NameNode UI", s.nn_port, "nn_port"), ("ResourceManager UI", s.rm_port, "rm_port"),
+                                ("engine metrics", s.metrics_port if s.engine else None, "metrics_port"),
+                                ("engine gRPC", s.grpc_port if s.engine else None, "grpc_port")):
+            if port is not None and not _port_free(port):
+                raise ClusterError(f"port {port} on 127.0.0.1 ({what}) is already taken: free it, pick another "
+                                   f"(--{env.replace('_', '-')}), or `make cluster-down` a cluster still running")
+
+    def _create_network(self) -> None:
+        import docker
+
+        ipam_pool = docker.types.IPAMPool
+        seed = zlib.crc32(self.spec.name.encode()) % 200
+        last: Exception | None = None
+        for k in range(20):  # a /24 no other network uses
+            third = 20 + (seed + k) % 200
+            prefix = f"172.29.{third}"
+            try:
+                self.client.networks.create(
+                    self.spec.network, driver="bridge",
+                    ipam=docker.types.IPAMConfig(pool_configs=[ipam_pool(subnet=f"{prefix}.0/24")]),
+                    labels={LABEL_CLUSTER: self.spec.name})
+                self.subnet_prefix = prefix
+                return
+            except docker.errors.APIError as e:
+                last = e
+                if "overlap" not in str(e).lower():
+                    raise ClusterError(f"cannot create network {self.spec.network}: {e}") from None
+        raise ClusterError(f"no free 172.29.x.0/24 subnet for {self.spec.network}: {last}")
+
+    def _load_subnet(self) -> None:
+        if self.subnet_prefix is None:
+            net = self.client.networks.get(self.spec.network)
+            subnet = net.attrs["IPAM"]["Config"][0]["Subnet"]
+            self.subnet_prefix = subnet.rsplit(".", 1)[0]
+
+    def _env(self, role: str) -> dict[str, str]:
+        s = self.spec
+        return {
+            "YARNRL_HOSTNAME": role,
+            "YARNRL_NN_HOST": "nn",
+            "YARNRL_RM_HOST": "rm",
+            "YARNRL_ENGINE_ADDRESS": f"engine:{ENGINE_GRPC_PORT}" if s.engine else "",
+            "YARNRL_ENGINE_DEADLINE_MS": str(s.engine_deadline_ms),
+            "YARNRL_ENGINE_BREAKER_OPEN_MS": str(s.breaker_open_ms),
+            "YARNRL_NM_MEMORY_MB": str(s.nm_memory_mb),
+            "YARNRL_NM_VCORES": str(s.nm_vcores),
+            "YARNRL_TOPOLOGY": self._topology(),
+        }
+
+    def _start(self, role: str, image: str, command: list[str], ports: dict[int, int | None],
+               labels: dict[str, str] | None = None, env: dict[str, str] | None = None):
+        from docker.types import EndpointConfig
+        from testcontainers.core.container import DockerContainer
+
+        self._load_subnet()
+        ips = self._ips()
+        c = DockerContainer(image).with_name(self.spec.container(role)).with_command(command)
+        for k, v in (env if env is not None else self._env(role)).items():
+            c.with_env(k, v)
+        for container_port, host_port in ports.items():
+            # published on loopback only (with_bind_ports takes no host address)
+            c.ports[container_port] = ("127.0.0.1", host_port)
+        api_version = self.client.api.api_version
+        c.with_kwargs(
+            hostname=role,
+            labels={LABEL_CLUSTER: self.spec.name, LABEL_ROLE: role, **(labels or {})},
+            extra_hosts={h: ip for h, ip in ips.items() if h != role},
+            network=self.spec.network,
+            networking_config={self.spec.network: EndpointConfig(api_version, aliases=[role],
+                                                                  ipv4_address=ips[role])},
+        )
+        try:
+            c.start()
+        except Exception as e:
+            raise ClusterError(f"cannot start {self.spec.container(role)}: {str(e).splitlines()[0]}") from None
+        return c
+
+    def start_engine(self, policy: str, settings: list[str] | None = None, wait: bool = True,
+                     timeout: float = 60.0) -> None:
+        """(Re)start the engine container with a policy; the ResourceManager reconnects to the same address."""
+        import docker
+
+        try:
+            self.client.containers.get(self.spec.container("engine")).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        cmd = ["serve", "--host", "0.0.0.0", "--port", str(ENGINE_GRPC_PORT), "--metrics-port",
+               str(ENGINE_METRICS_PORT), "--policy", policy, "--webhdfs", f"http://nn:{NN_HTTP_PORT}", "-v"]
+        for kv in settings or []:
+            cmd += ["--set", kv]
+        s = self.spec
+        self._start("engine", images.ENGINE_IMAGE, cmd,
+                    {ENGINE_GRPC_PORT: s.grpc_port, ENGINE_METRICS_PORT: s.metrics_port},
+                    labels={LABEL_POLICY: policy, LABEL_POLICY + ".settings": json.dumps(list(settings or []))},
+                    env={})
+        self.spec.policy, self.spec.policy_settings = policy, list(settings or [])
+        if wait:
+            self._wait(lambda: self._engine_serving(), timeout, "the engine to serve", ["engine"])
+
+    def kill_engine(self) -> None:
+        self.get("engine").kill()
+
+    def down(self, quiet: bool = False) -> list[str]:
+        """Remove every container and the network of this cluster (also half-started ones)."""
+        import docker
+
+        removed = []
+        for c in self.containers():
+            try:
+                c.remove(force=True, v=True)
+                removed.append(c.name)
+            except docker.errors.NotFound:
+                pass
+        for net in self.client.networks.list(names=[self.spec.network]):
+            try:
+                net.remove()
+                removed.append(net.name)
+            except docker.errors.APIError as e:
+                if not quiet:
+                    raise ClusterError(f"cannot remove network {net.name}: {e}") from None
+        return removed
+
+    @classmethod
+    def attach(cls, name: str = "yarnrl") -> "Cluster":
+        cl = cls(ClusterSpec(name=name))
+        found = cl.containers()
+        if not found:
+            raise ClusterError(f"no cluster named {name!r} is running: `make cluster-up` starts one")
+        cl.spec.workers = sum(1 for c in found if c.labels.get(LABEL_ROLE, "").startswith("worker"))
+        for c in found:
+            if c.labels.get(LABEL_ROLE) == "engine":
+                cl.spec.policy = c.labels.get(LABEL_POLICY, cl.spec.policy)
+                cl.spec.policy_settings = json.loads(c.labels.get(LABEL_POLICY + ".settings", "[]"))
+        cl.spec.engine = any(c.labels.get(LABEL_ROLE) == "engine" for c in found)
+        # restarts publish the same ports again (read back from the containers)
+        for role, port, attr in (("nn", NN_HTTP_PORT, "nn_port"), ("rm", RM_HTTP_PORT, "rm_port"),
+                                 ("engine", ENGINE_METRICS_PORT, "metrics_port"),
+                                 ("engine", ENGINE_GRPC_PORT, "grpc_port")):
+            try:
+                setattr(cl.spec, attr, cl.host_port(role, port))
+            except ClusterError:
+                pass
+        cl._load_subnet()
+        return cl
+
+    # ---------------------------------------------------------------------------------------- readiness
+    def logs(self, role: str, lines: int = LOG_TAIL) -> str:
+        import docker
+
+        try:
+            c = self.client.containers.get(self.spec.container(role))
+        except docker.errors.NotFound:
+            return f"(no container {self.spec.container(role)})"
+        return c.logs(tail=lines).decode(errors="replace")
+
+    def _failure(self, what: str, roles: list[str]) -> ClusterError:
+        parts = [what]
+        for r in roles:
+            name = self.spec.container(r)
+            try:
+                c = self.get(r)
+                c.reload()
+                state = c.attrs["State"]
+                status = f"{state['Status']}" + (f", exit code {state['ExitCode']}" if state["Status"] == "exited" else "")
+            except ClusterError:
+                status = "missing"
+            parts.append(f"--- {name} ({status}), last {LOG_TAIL} log lines:\n{self.logs(r).rstrip()}")
+        return ClusterError("\n".join(parts))
+
+    def _check_running(self) -> None:
+        for c in self.containers():
+            c.reload()
+            if c.status not in ("running", "created", "restarting"):
+                role = c.labels.get(LABEL_ROLE, c.name)
+                raise self._failure(f"container {c.name} exited early", [role])
+
+    def _wait(self, cond, timeout: float, what: str, roles: list[str], interval: float = 1.0) -> None:
+        until = time.monotonic() + timeout
+        last_error = ""
+        while time.monotonic() < until:
+            self._check_running()
+            try:
+                if cond():
+                    return
+            except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError) as e:
+                last_error = str(e)
+            time.sleep(interval)
+        detail = f" (last error: {last_error})" if last_error else ""
+        raise self._failure(f"timed out after {timeout:.0f} s waiting for {what}{detail}", roles)
+
+    def live_datanodes(self) -> list[str]:
+        info = _http_json(f"{self.nn_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")["beans"][0]
+        return sorted(k.split(":")[0] for k in json.loads(info["LiveNodes"]))
+
+    def running_nodemanagers(self) -> dict[str, str]:
+        nodes = (_http_json(f"{self.rm_url}/ws/v1/cluster/nodes").get("nodes") or {}).get("node") or []
+        return {n["nodeHostName"]: n["rack"] for n in nodes if n.get("state") == "RUNNING"}
+
+    def running_apps(self) -> list[dict]:
+        apps = (_http_json(f"{self.rm_url}/ws/v1/cluster/apps?states=RUNNING").get("apps") or {}).get("app") or []
+        return apps
+
+    def _engine_serving(self) -> bool:
+        with urllib.request.urlopen(self.metrics_url, timeout=5) as r:  # noqa: S310
+            return r.status == 200
+
+    def wait_ready(self, timeout: float = 240.0) -> None:
+        hosts = self.spec.worker_hosts()
+        until = time.monotonic() + timeout
+
+        def left() -> float:
+            return max(5.0, until - time.monotonic())
+
+        def missing_dn() -> list[str]:
+            return [h for h in hosts if h not in self.live_datanodes()]
+
+        def missing_nm() -> list[str]:
+            return [h for h in hosts if h not in self.running_nodemanagers()]
+
+        try:
+            self._wait(lambda: not missing_dn(), left(), f"{len(hosts)} DataNodes to register", ["nn"])
+        except ClusterError as e:
+            raise self._extend(e, missing_dn)
+        try:
+            self._wait(lambda: not missing_nm(), left(), f"{len(hosts)} NodeManagers to register", ["rm"])
+        except ClusterError as e:
+            raise self._extend(e, missing_nm)
+        self._wait(lambda: _http_json(f"{self.nn_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")
+                   ["beans"][0]["Safemode"] == "", left(), "the NameNode to leave safe mode", ["nn"])
+        if self.spec.engine:
+            self._wait(self._engine_serving, left(), "the engine to serve", ["engine"])
+            self._wait(lambda: self.rm_jmx()["EngineAddress"] == f"engine:{ENGINE_GRPC_PORT}", left(),
+                       "RlScheduler on the ResourceManager's JMX", ["rm"])
+
+    def _extend(self, err: ClusterError, missing) -> ClusterError:
+        try:
+            roles = missing()
+        except Exception:
+            roles = self.spec.worker_hosts()
+        return ClusterError(str(err) + "\n" + str(self._failure(f"not registered: {', '.join(roles)}", roles)))
+
+    # ------------------------------------------------------------------------------------------- queries
+    def rm_jmx(self) -> dict:
+        beans = _http_json(f"{self.rm_url}/jmx?qry={RM_JMX_BEAN}")["beans"]
+        if not beans:
+            raise KeyError(f"{RM_JMX_BEAN} not on the ResourceManager's JMX")
+        return beans[0]
+
+    def engine_metric(self, name: str) -> float:
+        """Sum of one Prometheus metric family's samples (all label values) from the engine's /metrics."""
+        with urllib.request.urlopen(self.metrics_url, timeout=5) as r:  # noqa: S310
+            text = r.read().decode()
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {"):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def block_locations(self, path: str) -> list[dict]:
+        """WebHDFS GETFILEBLOCKLOCATIONS of one file, through the NameNode's published port."""
+        url = f"{self.nn_url}/webhdfs/v1{path}?op=GETFILEBLOCKLOCATIONS&user.name=root"
+        return _http_json(url, timeout=10)["BlockLocations"]["BlockLocation"]
+
+    def exec(self, command: str | list[str], role: str = "client", timeout: float = 600.0,
+             check: bool = True) -> tuple[int, str]:
+        """Run a command in a container (default: the client), bounded by coreutils `timeout` inside it."""
+        cmd = command if isinstance(command, str) else shlex.join(command)
+        wrapped = ["timeout", "-k", "10", str(int(timeout)), "bash", "-c", cmd]
+        rc, out = self.get(role).exec_run(wrapped, demux=False)
+        text = (out or b"").decode(errors="replace")
+        if check and rc != 0:
+            tail = "\n".join(text.splitlines()[-LOG_TAIL:])
+            why = "timed out" if rc == 124 else f"exit code {rc}"
+            raise ClusterError(f"`{cmd}` in {self.spec.container(role)} failed ({why}); last output lines:\n{tail}")
+        return rc, text
+
+    def summary(self) -> dict:
+        s = {"name": self.spec.name, "workers": {h: self.running_nodemanagers().get(h) for h in self.spec.worker_hosts()},
+             "namenode_ui": self.nn_url, "resourcemanager_ui": self.rm_url}
+        if self.spec.engine:
+            s.update(policy=self.spec.policy, engine_metrics=self.metrics_url, engine_grpc=self.engine_target)
+        return s
+
+
+# ------------------------------------------------------------------------------------------------------- CLI
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n")[3])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up", help="build missing images, start the cluster, wait until every node registered")
+    up.add_argument("--policy", default="fifo", help="engine policy (`policy-engine policies`; default fifo)")
+    up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="policy setting (repeatable)")
+    up.add_argument("--no-engine", action="store_true", help="RlScheduler without an engine (native FIFO)")
+    up.add_argument("--workers", type=int, default=4, help="worker hosts, each a DataNode + NodeManager (default 4)")
+    up.add_argument("--timeout", type=float, default=300, help="seconds to wait for the cluster (default 300)")
+    for opt, default in (("--nn-port", NN_HTTP_PORT), ("--rm-port", RM_HTTP_PORT),
+                         ("--metrics-port", ENGINE_METRICS_PORT), ("--grpc-port", ENGINE_GRPC_PORT)):
+        up.add_argument(opt, type=int, default=default, help=f"host port on 127.0.0.1 (default {default}; 0 = any)")
+    for name, text in (("down", "remove every container and the network"), ("status", "print where it serves")):
+        sub.add_parser(name, help=text)
+    ex = sub.add_parser("exec", help="run a command in the client container (e.g. -- hdfs dfs -ls /)")
+    ex.add_argument("--role", default="client", help="container role (client, nn, rm, worker1, engine, ...)")
+    ex.add_argument("command", nargs=argparse.REMAINDER)
+    for p in sub.choices.values():
+        p.add_argument("--name", default="yarnrl", help="cluster name: container and network prefix (default yarnrl)")
+        p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    args = ap.parse_args(argv)
+
+    def say(msg: str) -> None:
+        print(f"[cluster] {msg}", file=sys.stderr, flush=True)
+
+    try:
+        if args.cmd == "up":
+            spec = ClusterSpec(name=args.name, workers=args.workers, policy=args.policy, policy_settings=args.set,
+                               engine=not args.no_engine, nn_port=args.nn_port or None, rm_port=args.rm_port or None,
+                               metrics_port=args.metrics_port or None, grpc_port=args.grpc_port or None)
+            t = time.monotonic()
+            cl = Cluster(spec).up(timeout=args.timeout, progress=say)
+            s = cl.summary()
+            s["boot_seconds"] = round(time.monotonic() - t, 1)
+            if not args.json:
+                print(f"cluster {args.name!r} is up in {s['boot_seconds']} s: "
+                      + ", ".join(f"{h} {r}" for h, r in s["workers"].items()))
+                print(f"  NameNode UI         {s['namenode_ui']}")
+                print(f"  ResourceManager UI  {s['resourcemanager_ui']}  (RlScheduler counters: /jmx?qry={RM_JMX_BEAN})")
+                if spec.engine:
+                    print(f"  engine ({spec.policy})  metrics {s['engine_metrics']}, gRPC {s['engine_grpc']}")
+                print(f"  client              docker exec -it {spec.container('client')} bash   "
+                      f"(hadoop jar {EXAMPLES_JAR} ..., hdfs dfs ...)")
+            print(json.dumps(s))
+        elif args.cmd == "down":
+            removed = Cluster(ClusterSpec(name=args.name)).down()
+            if not args.json:
+                print(f"removed {len(removed)}: {' '.join(removed)}" if removed else f"no cluster named {args.name!r}")
+            print(json.dumps({"removed": removed}))
+        elif args.cmd == "status":
+            s = Cluster.attach(args.name).summary()
+            if not args.json:
+                for k, v in s.items():
+                    print(f"{k:20s} {v}")
+            print(json.dumps(s))
+        elif args.cmd == "exec":
+            command = args.command[1:] if args.command[:1] == ["--"] else args.command
+            if not command:
+                ap.error("exec: give a command, e.g. exec -- hdfs dfs -ls /")
+            rc, out = Cluster.attach(args.name).exec(command, role=args.role, check=False)
+            sys.stdout.write(out)
+            return rc
+    except (images.DockerUnavailable, ClusterError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

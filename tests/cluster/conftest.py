@@ -1,0 +1,60 @@
+"""The cluster tests run on a real Hadoop cluster in containers (docker/cluster.py), booted once per session.
+
+They run whenever a Docker engine answers. Without one they are skipped, with the reason saying how to start one;
+under CI (CI=true) an unreachable engine is a failure instead, so CI cannot pass without having run them.
+Every container and the network are removed at the end, also when a test fails (or the boot itself does).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk's image would come from a registry
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docker"))
+
+import cluster as docker_cluster  # noqa: E402  (docker/cluster.py)
+import images  # noqa: E402  (docker/images.py)
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    try:
+        return images.connect()
+    except images.DockerUnavailable as e:
+        if _in_ci():
+            pytest.fail(f"CI=true and {e}", pytrace=False)
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def cluster(docker_engine):
+    """One cluster for the whole session: images built (or found cached), then booted with ports picked by Docker
+    on 127.0.0.1, a unique name, and a short breaker open period so the recovery test runs quickly."""
+    t = time.monotonic()
+    built = images.ensure_images()
+    build_s = time.monotonic() - t
+    spec = docker_cluster.ClusterSpec(name=f"yarnrl-test-{uuid.uuid4().hex[:6]}", policy="delay",
+                                      nn_port=None, rm_port=None, metrics_port=None, grpc_port=None,
+                                      breaker_open_ms=3000)
+    cl = docker_cluster.Cluster(spec)
+    t = time.monotonic()
+    try:
+        cl.up(timeout=420, build=False)
+        cl.boot_seconds = time.monotonic() - t
+        cl.build_seconds = build_s
+        cl.images_built = [r.image for r in built if not r.cached]
+        yield cl
+    finally:
+        cl.down(quiet=True)
+        left = [c.name for c in cl.containers()] + [n.name for n in docker_engine.networks.list(names=[spec.network])]
+        assert not left, f"left behind after the cluster tests: {left}"
