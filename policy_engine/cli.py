@@ -152,8 +152,8 @@ def cmd_serve(args) -> int:
     try:
         asyncio.run(serve(policy, host=args.host, port=args.port, metrics_port=args.metrics_port,
                           grace_s=args.grace, webhdfs=args.webhdfs, webhdfs_ttl_s=args.webhdfs_ttl,
-                          decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb,
-                          reuse_port=args.workers > 1 or args.reuse_port))
+                          label_locality=args.label_locality, decision_log=args.decision_log,
+                          log_rotate_mb=args.log_rotate_mb, reuse_port=args.workers > 1 or args.reuse_port))
     except OSError as e:
         raise CommandFailed(f"cannot serve: {e}") from None
     finally:
@@ -223,14 +223,16 @@ def cmd_info(args) -> int:
     positive("--timeout", args.timeout)
     with PolicyEngineClient(args.target, timeout=args.timeout) as client:
         try:
-            info = client.info()
+            info, counters = client.info_counters()
             status = client.health()
         except grpc.RpcError as e:
             raise CommandFailed(f"{args.target}: {e.code().name}: {one_line(e.details())} (is `policy-engine "
                                 f"serve` listening there? --timeout {args.timeout:g}s)") from None
     d = {"target": args.target, "health": status, "protocol_version": info.protocol_version, "policy": info.policy,
          "model_version": info.model_version, "model_checksum": info.model_checksum,
-         "capabilities": list(info.capabilities), "engine_version": info.engine_version}
+         "capabilities": list(info.capabilities), "engine_version": info.engine_version,
+         # asks the policy has seen, and those that carried HDFS block locations (--webhdfs or the caller's own)
+         "asks_total": counters.get("asks_total", 0), "asks_with_blocks": counters.get("asks_with_blocks", 0)}
     if not args.json:
         for k, v in d.items():
             print(f"{k:>16}: {v}")
@@ -340,7 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="NameNode HTTP address (http://HOST:PORT): attach HDFS block and cached-replica locations of "
                         "the asks' input paths (application tag yarnrl.input=PATH) read with WebHDFS")
     s.add_argument("--webhdfs-ttl", type=float, default=60.0, metavar="SECONDS",
-                   help="how long block locations of one path are reused (default 60)")
+                   help="age after which block locations of one path are refreshed in the background; the old answer "
+                        "is served meanwhile (default 60)")
+    s.add_argument("--no-label-locality", dest="label_locality", action="store_false",
+                   help="with --webhdfs: keep the plugin's locality on ContainerStarted/Finished instead of the "
+                        "engine's read level from the job's blocks (CACHE_LOCAL, rack_cached; policy_engine/labels.py)")
     s.add_argument("--decision-log", metavar="DIR",
                    help="write every decision and Report event to Parquet files in DIR, off the decision path "
                         "(a full queue drops and counts in yarnrl_decision_log_dropped_total; see docs/decision-log.md)")

@@ -580,7 +580,9 @@ def decode_event(ev: pb.Event, where: str = "event") -> Event:
     values = {}
     for f in _EVENT_FIELDS[kind]:
         v = getattr(msg, f.name)
-        if f.name == "locality":
+        if f.name == "rack_cached":  # optional: unset means unknown
+            v = v if msg.HasField("rack_cached") else None
+        elif f.name == "locality":
             try:
                 v = Locality(v)
             except ValueError:
@@ -610,6 +612,8 @@ def encode_event(event: Event) -> pb.Event:
         v = getattr(event, f.name)
         if f.name == "total":
             _resource_pb(v, msg.total)
+        elif v is None:  # an optional field left unset
+            continue
         else:
             setattr(msg, f.name, int(v) if f.name == "locality" else v)
     return out

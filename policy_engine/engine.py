@@ -197,6 +197,8 @@ class EngineMetrics:
                                "Containers a policy assigned beyond capacity or count, removed by the engine",
                                registry=self.registry)
         self.reports = Counter("yarnrl_report_events", "Feedback events received", ["kind"], registry=self.registry)
+        self.asks = Counter("yarnrl_asks", "Asks seen by the policy, by whether they carried input block locations",
+                            ["blocks"], registry=self.registry)
         self.learner_dropped = Counter("yarnrl_learner_dropped", "Decisions and Report batches the online learner "
                                        "could not take (its queue was full)", ["kind"], registry=self.registry)
         self.learner_errors = Gauge("yarnrl_learner_errors", "Learner failures so far (logged, never fatal)",
@@ -240,6 +242,11 @@ class Engine:
         # Called on each observation before the policy sees it, to add what the caller did not send (for example
         # policy_engine.hdfs.BlockLocator.annotate: HDFS block locations of the asks' input paths).
         self.annotators: list[Callable[[ScheduleObservation], None]] = []
+        # Called on each Report event before listeners and the learner see it (for example
+        # policy_engine.labels.LocalityLabeler.label: the read level of a map container from the job's blocks).
+        self.event_annotators: list[EventListener] = []
+        self.asks_seen = 0
+        self.asks_with_blocks = 0
         self.learner = None
         self.learning: LearningLoop | None = None
         self.decision_log = None  # policy_engine.decision_log.DecisionLog, when attached
@@ -258,6 +265,9 @@ class Engine:
             raise NotImplementedError(f"policy {policy.name!r} does not schedule on node heartbeats")
         for annotate in self.annotators:
             annotate(obs)
+        with_blocks = sum(1 for ask in obs.asks if ask.job is not None and ask.job.input_blocks)
+        self.asks_seen += len(obs.asks)
+        self.asks_with_blocks += with_blocks
         opportunities = self.state.opportunities
         if opportunities is not None:
             opportunities.offer(obs)
@@ -276,6 +286,10 @@ class Engine:
                 m.placed(a.locality, a.count)
             if cut:
                 m.clipped.inc(cut)
+            if with_blocks:
+                m.asks.labels("yes").inc(with_blocks)
+            if len(obs.asks) > with_blocks:
+                m.asks.labels("no").inc(len(obs.asks) - with_blocks)
         if cut:
             log.debug("policy %s assigned %d containers beyond what node %s allows; removed", policy.name, cut,
                       obs.node.node_id)
@@ -407,6 +421,8 @@ class Engine:
                 opportunities.forget_application(ev.job_id)
             if m is not None:
                 m.reports.labels(ev.kind).inc()
+            for annotate in self.event_annotators:
+                annotate(ev)
             for listener in self.listeners:
                 listener(ev)
         if self.learning is not None:
