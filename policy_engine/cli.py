@@ -112,6 +112,7 @@ def check_log_dir(flag: str, path: str | None, rotate_mb: float | None = None) -
 
 
 def cmd_serve(args) -> int:
+    _die_with_parent()
     from policy_engine.server import serve
 
     existing_file(args.model)
@@ -193,7 +194,7 @@ def _start_worker(args, i: int) -> subprocess.Popen:
             cmd += ["--log-rotate-mb", str(args.log_rotate_mb)]
     if args.verbose:
         cmd.append("--verbose")
-    return subprocess.Popen(cmd, preexec_fn=_die_with_parent)
+    return subprocess.Popen(cmd, env=_child_env())
 
 
 def cmd_policies(args) -> int:
@@ -240,14 +241,31 @@ def cmd_info(args) -> int:
     return 0
 
 
+# A child engine dies with the process that started it (PR_SET_PDEATHSIG), so a crashed test or demo leaves no
+# engine behind. The child sets this itself, from the parent's pid in the environment, instead of a Popen
+# preexec_fn: a preexec_fn forces fork() instead of vfork(), which runs gRPC's fork handlers in the child, and those
+# can abort it before exec (epoll_wait EBADF after close_fds, grpc/grpc#43055) when the parent has gRPC loaded.
+_PARENT_PID_ENV = "YARNRL_DIE_WITH_PARENT"
+
+
+def _child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a child engine that should exit when this process does."""
+    return {**(env if env is not None else os.environ), _PARENT_PID_ENV: str(os.getpid())}
+
+
 def _die_with_parent() -> None:
-    """In the child: get SIGTERM when the parent exits, so a crashed test or demo leaves no engine behind."""
+    """In a child started with `_child_env`: get SIGTERM when the parent exits (at once if it already has)."""
+    parent = os.environ.pop(_PARENT_PID_ENV, "")
+    if not parent.isdigit():
+        return
     try:
         import ctypes
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux: the caller's cleanup is all there is
-        pass
+        return
+    if os.getppid() != int(parent):  # the parent exited before the death signal was armed
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 class EngineStartFailed(RuntimeError):
@@ -258,7 +276,7 @@ def start_engine_subprocess(policy: str, extra: list[str] | None = None, timeout
     """Start `policy-engine serve --port 0` as a child process; return (process, "127.0.0.1:PORT")."""
     cmd = [sys.executable, "-m", "policy_engine.cli", "serve", "--policy", policy, "--port", "0", *(extra or [])]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=_die_with_parent)
+                            env=_child_env({**os.environ, "PYTHONUNBUFFERED": "1"}))
     lines = []
     for line in proc.stdout:  # the server prints one line with its bound port once listening
         lines.append(line)
