@@ -80,6 +80,7 @@ def summary(run: dict) -> dict:
     for key in ["utility_rate", "cpu", "network", "hops", *ABANDONED_KEYS]:
         vals = np.asarray([r["metrics"][key] for r in run["runs"]])
         out[key] = {"mean": float(vals.mean()), "std": float(vals.std(ddof=1)) if vals.size > 1 else 0.0}
+    out["episodes"] = len(run["runs"])
     return out
 
 
@@ -94,7 +95,9 @@ def table_performance(load: str, s: dict[str, dict]) -> str:
             continue
         m, p = s[a], PAPER[load][a]
         ratio = f"{m['utility_rate']['mean'] / cen:.3f} / {p[0] / PAPER[load]['centralized'][0]:.3f}" if cen else "-"
-        lines.append(f"| {LABELS[a]} | {m['utility_rate']['mean']:.0f} ± {m['utility_rate']['std']:.0f} | {p[0]} | "
+        ur = m["utility_rate"]
+        cell = f"{ur['mean']:.0f} ± {ur['std']:.0f}" if m.get("episodes", 1) > 1 else f"{ur['mean']:.0f}"
+        lines.append(f"| {LABELS[a]} | {cell} | {p[0]} | "
                      f"{m['cpu']['mean']:.2f} | {p[1]:.2f} | {m['network']['mean']:.2f} | {p[2]:.2f} | "
                      f"{m['hops']['mean']:.2f} | {p[3]:.2f} | {ratio} |")
     lines[1] = ("| Approach | Utility rate | paper | CPU | paper | Network | paper | Hops | paper | "

@@ -47,15 +47,22 @@ class Driver:
 class InProcessDriver(Driver):
     mode = "in-process"
 
-    def __init__(self, policy: Policy):
+    def __init__(self, policy: Policy, decision_log: str | None = None, log_rotate_mb: float | None = None):
         # The learner runs inline here (offline training, deterministic runs); `policy-engine serve` runs it in its
         # own thread. Both publish what they learned after each Report, so both modes decide alike.
         self.engine = Engine(policy, learning="inline")
         self.engine.attach_learner()
         self.policy_name = policy.name
         self.capabilities = frozenset(policy.capabilities)
-        self.schedule = self.engine.schedule  # bound directly: the hot path of every emulator step
-        self.route = self.engine.route
+        if decision_log is not None:
+            # the same Parquet log as `policy-engine serve --decision-log`, written inline (nothing dropped)
+            self.engine.attach_decision_log(decision_log, log_rotate_mb, threaded=False)
+            schedule, route = self.engine.schedule_logged, self.engine.route_logged
+            self.schedule = lambda obs: schedule(obs)[0]
+            self.route = lambda obs: route(obs)[0]
+        else:
+            self.schedule = self.engine.schedule  # bound directly: the hot path of every emulator step
+            self.route = self.engine.route
 
     def report(self, events: Iterable[Event]) -> int:
         return self.engine.report(events)
@@ -108,17 +115,24 @@ class RemoteDriver(Driver):
 
 
 def make_driver(policy: str, model: str | None = None, remote: str | None = None,
-                options: dict | None = None, timeout: float = 5.0) -> Driver:
+                options: dict | None = None, timeout: float = 5.0, decision_log: str | None = None,
+                log_rotate_mb: float | None = None) -> Driver:
     """remote=None: in-process; remote="spawn": start a `policy-engine serve` child; else HOST:PORT of one, which
-    must be SERVING within `timeout` seconds (also every call's deadline)."""
+    must be SERVING within `timeout` seconds (also every call's deadline). `decision_log`: directory of the
+    Parquet decision log, written in-process or by the spawned engine (an engine at HOST:PORT writes its own)."""
     options = options or {}
     if remote is None:
-        return InProcessDriver(create(policy, model=model, **options))
+        return InProcessDriver(create(policy, model=model, **options), decision_log, log_rotate_mb)
     if remote == "spawn":
         from policy_engine.cli import start_engine_subprocess
 
-        extra = (["--model", str(model)] if model else []) + [
+        extra = (["--model", str(model)] if model else []) + (["--decision-log", str(decision_log)] if decision_log
+                                                              else []) + (
+            ["--log-rotate-mb", str(log_rotate_mb)] if decision_log and log_rotate_mb else []) + [
             arg for k, v in options.items() for arg in ("--set", f"{k}={v if isinstance(v, str) else json.dumps(v)}")]
         proc, target = start_engine_subprocess(policy, extra)
         return RemoteDriver(target, timeout=timeout, expect_policy=policy, process=proc)
+    if decision_log is not None:
+        raise ValueError(f"the engine at {remote} writes its own decision log: start it with `policy-engine serve "
+                         "--decision-log DIR`")
     return RemoteDriver(remote, timeout=timeout, expect_policy=policy, connect_timeout=timeout)

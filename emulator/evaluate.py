@@ -25,10 +25,12 @@ def summarise(values: list[float]) -> dict[str, float]:
 
 def run_policy(scenario: Scenario, policy: str, episodes: int, seed: int, model: str | None = None,
                remote: str | None = None, options: dict | None = None, progress: bool = True,
-               timeout: float = 5.0) -> list[dict]:
+               timeout: float = 5.0, decision_log: str | None = None, log_rotate_mb: float | None = None
+               ) -> list[dict]:
     """Episode i uses seed `seed + i`, so every policy sees the same workloads."""
     results = []
-    with make_driver(policy, model=model, remote=remote, options=options, timeout=timeout) as driver:
+    with make_driver(policy, model=model, remote=remote, options=options, timeout=timeout,
+                     decision_log=decision_log, log_rotate_mb=log_rotate_mb) as driver:
         bar = tqdm(range(episodes), desc=f"{scenario.name} {policy}", unit="ep", file=sys.stderr,
                    disable=not progress, leave=False)
         for i in bar:
@@ -38,14 +40,16 @@ def run_policy(scenario: Scenario, policy: str, episodes: int, seed: int, model:
 
 def compare(scenario: Scenario, policies: list[str], episodes: int, seed: int, against: str | None = None,
             models: dict[str, str] | None = None, remote: str | None = None, progress: bool = True,
-            timeout: float = 5.0) -> dict[str, Any]:
+            timeout: float = 5.0, decision_log: str | None = None, log_rotate_mb: float | None = None
+            ) -> dict[str, Any]:
     models = models or {}
     for p in policies:  # a policy that cannot answer this scenario's calls fails here, not mid-episode
         check_policy(scenario, p)
     if against is not None and against not in policies:  # before hours of episodes, not after
         raise ValueError(f"--against {against!r} is not among the compared policies {policies}")
     per_policy = {p: run_policy(scenario, p, episodes, seed, models.get(p), remote, progress=progress,
-                                timeout=timeout) for p in policies}
+                                timeout=timeout, decision_log=decision_log, log_rotate_mb=log_rotate_mb)
+                  for p in policies}
     out: dict[str, Any] = {"scenario": scenario.name, "episodes": episodes, "seed": seed, "policies": {}}
     for p, eps in per_policy.items():
         keys = scenario.metrics or tuple(eps[0]) if eps else ()
@@ -60,6 +64,8 @@ def compare(scenario: Scenario, policies: list[str], episodes: int, seed: int, a
     params = scenario.describe()
     if params:
         out["params"] = params
+    if decision_log is not None:
+        out["decision_log"] = str(decision_log)
     return out
 
 

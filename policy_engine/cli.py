@@ -93,6 +93,24 @@ def check_can_listen(host: str, port: int) -> None:
                 raise CommandFailed(f"cannot serve: cannot listen on {host}:{port} ({e.strerror}{hint})") from None
 
 
+def check_log_dir(flag: str, path: str | None, rotate_mb: float | None = None) -> None:
+    """A decision-log directory we can create and write, checked before anything starts."""
+    if rotate_mb is not None:
+        if path is None:
+            raise UsageError("--log-rotate-mb needs --decision-log DIR")
+        positive("--log-rotate-mb", rotate_mb)
+    if path is None:
+        return
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{flag} {path} is a file; it names the directory the Parquet log is written to")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise CommandFailed(f"cannot create {flag} {path}: {e.strerror or e}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise CommandFailed(f"cannot write to {flag} {path}: permission denied")
+
+
 def cmd_serve(args) -> int:
     from policy_engine.server import serve
 
@@ -105,6 +123,9 @@ def cmd_serve(args) -> int:
     if args.webhdfs is not None and not args.webhdfs.startswith(("http://", "https://")):
         raise UsageError(f"--webhdfs takes http(s)://HOST:PORT, got {args.webhdfs!r}")
     positive("--webhdfs-ttl", args.webhdfs_ttl)
+    check_log_dir("--decision-log", args.decision_log, args.log_rotate_mb)
+    if args.decision_log is not None:
+        import policy_engine.decision_log  # noqa: F401  (a missing pyarrow is one line naming the extra, here)
     if args.webhdfs is not None:
         import policy_engine.hdfs  # noqa: F401  (fails here, with the extra to install, before anything starts)
     policy = build_policy(args.policy, args.model, parse_options(args.set))
@@ -131,7 +152,8 @@ def cmd_serve(args) -> int:
     try:
         asyncio.run(serve(policy, host=args.host, port=args.port, metrics_port=args.metrics_port,
                           grace_s=args.grace, webhdfs=args.webhdfs, webhdfs_ttl_s=args.webhdfs_ttl,
-                          reuse_port=args.workers > 1 or args.reuse_port))
+                          label_locality=args.label_locality, decision_log=args.decision_log,
+                          log_rotate_mb=args.log_rotate_mb, reuse_port=args.workers > 1 or args.reuse_port))
     except OSError as e:
         raise CommandFailed(f"cannot serve: {e}") from None
     finally:
@@ -165,6 +187,10 @@ def _start_worker(args, i: int) -> subprocess.Popen:
         cmd += ["--metrics-port", str(args.metrics_port + i)]
     if args.webhdfs:
         cmd += ["--webhdfs", args.webhdfs, "--webhdfs-ttl", str(args.webhdfs_ttl)]
+    if args.decision_log:  # each worker writes its own files (their names hold its pid) in the same directory
+        cmd += ["--decision-log", args.decision_log]
+        if args.log_rotate_mb:
+            cmd += ["--log-rotate-mb", str(args.log_rotate_mb)]
     if args.verbose:
         cmd.append("--verbose")
     return subprocess.Popen(cmd, preexec_fn=_die_with_parent)
@@ -197,14 +223,16 @@ def cmd_info(args) -> int:
     positive("--timeout", args.timeout)
     with PolicyEngineClient(args.target, timeout=args.timeout) as client:
         try:
-            info = client.info()
+            info, counters = client.info_counters()
             status = client.health()
         except grpc.RpcError as e:
             raise CommandFailed(f"{args.target}: {e.code().name}: {one_line(e.details())} (is `policy-engine "
                                 f"serve` listening there? --timeout {args.timeout:g}s)") from None
     d = {"target": args.target, "health": status, "protocol_version": info.protocol_version, "policy": info.policy,
          "model_version": info.model_version, "model_checksum": info.model_checksum,
-         "capabilities": list(info.capabilities), "engine_version": info.engine_version}
+         "capabilities": list(info.capabilities), "engine_version": info.engine_version,
+         # asks the policy has seen, and those that carried HDFS block locations (--webhdfs or the caller's own)
+         "asks_total": counters.get("asks_total", 0), "asks_with_blocks": counters.get("asks_with_blocks", 0)}
     if not args.json:
         for k, v in d.items():
             print(f"{k:>16}: {v}")
@@ -314,7 +342,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="NameNode HTTP address (http://HOST:PORT): attach HDFS block and cached-replica locations of "
                         "the asks' input paths (application tag yarnrl.input=PATH) read with WebHDFS")
     s.add_argument("--webhdfs-ttl", type=float, default=60.0, metavar="SECONDS",
-                   help="how long block locations of one path are reused (default 60)")
+                   help="age after which block locations of one path are refreshed in the background; the old answer "
+                        "is served meanwhile (default 60)")
+    s.add_argument("--no-label-locality", dest="label_locality", action="store_false",
+                   help="with --webhdfs: keep the plugin's locality on ContainerStarted/Finished instead of the "
+                        "engine's read level from the job's blocks (CACHE_LOCAL, rack_cached; policy_engine/labels.py)")
+    s.add_argument("--decision-log", metavar="DIR",
+                   help="write every decision and Report event to Parquet files in DIR, off the decision path "
+                        "(a full queue drops and counts in yarnrl_decision_log_dropped_total; see docs/decision-log.md)")
+    s.add_argument("--log-rotate-mb", type=float, metavar="MB",
+                   help="start a new decision-log file once one holds this many MB (default 64)")
     s.add_argument("--workers", type=int, default=1, metavar="N",
                    help="serve from N processes sharing the port (SO_REUSEPORT; the kernel spreads connections, not "
                         "calls, so it helps callers with several connections). Only for policies that keep no "

@@ -77,6 +77,18 @@ class PolicyEngineClient:
     def info(self, timeout: float | None = None) -> pb.GetInfoResponse:
         return self.stub.GetInfo(pb.GetInfoRequest(), timeout=self._t(timeout))
 
+    def info_counters(self, timeout: float | None = None) -> tuple[pb.GetInfoResponse, dict[str, int]]:
+        """GetInfo plus the engine's counters it sends as trailing metadata (`yarnrl-*` keys, integers)."""
+        resp, call = self.stub.GetInfo.with_call(pb.GetInfoRequest(), timeout=self._t(timeout))
+        counters = {}
+        for key, value in call.trailing_metadata() or ():
+            if key.startswith("yarnrl-"):
+                try:
+                    counters[key.removeprefix("yarnrl-").replace("-", "_")] = int(value)
+                except ValueError:
+                    pass
+        return resp, counters
+
     # ------------------------------------------------------------ observation objects
 
     def schedule_obs(self, obs: ScheduleObservation, timeout: float | None = None) -> ScheduleDecision:

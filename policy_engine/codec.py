@@ -580,7 +580,9 @@ def decode_event(ev: pb.Event, where: str = "event") -> Event:
     values = {}
     for f in _EVENT_FIELDS[kind]:
         v = getattr(msg, f.name)
-        if f.name == "locality":
+        if f.name == "rack_cached":  # optional: unset means unknown
+            v = v if msg.HasField("rack_cached") else None
+        elif f.name == "locality":
             try:
                 v = Locality(v)
             except ValueError:
@@ -610,6 +612,8 @@ def encode_event(event: Event) -> pb.Event:
         v = getattr(event, f.name)
         if f.name == "total":
             _resource_pb(v, msg.total)
+        elif v is None:  # an optional field left unset
+            continue
         else:
             setattr(msg, f.name, int(v) if f.name == "locality" else v)
     return out
@@ -620,3 +624,27 @@ __all__ = [
     "decode_schedule_decision", "decode_route", "encode_route", "encode_route_decision", "decode_route_decision", "decode_event", "decode_events",
     "encode_event",
 ]
+
+
+# ---------------------------------------------------------------- serialized messages (the decision log's columns)
+
+
+def decode_schedule_bytes(data: bytes) -> ScheduleObservation:
+    """A serialized ScheduleRequest, checked and decoded as the server does."""
+    return decode_schedule(parse_schedule_request(data))
+
+
+def decode_route_bytes(data: bytes) -> RouteObservation:
+    try:
+        req = pb.RouteRequest.FromString(data)
+    except DecodeError as e:
+        raise InvalidRequest(f"not a RouteRequest message: {e}") from None
+    return decode_route(req)
+
+
+def decode_event_bytes(data: bytes) -> Event:
+    try:
+        ev = pb.Event.FromString(data)
+    except DecodeError as e:
+        raise InvalidRequest(f"not an Event message: {e}") from None
+    return decode_event(ev)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import time
 from collections import OrderedDict
 from typing import Any, Callable, Iterable
 
@@ -196,12 +197,17 @@ class EngineMetrics:
                                "Containers a policy assigned beyond capacity or count, removed by the engine",
                                registry=self.registry)
         self.reports = Counter("yarnrl_report_events", "Feedback events received", ["kind"], registry=self.registry)
+        self.asks = Counter("yarnrl_asks", "Asks seen by the policy, by whether they carried input block locations",
+                            ["blocks"], registry=self.registry)
         self.learner_dropped = Counter("yarnrl_learner_dropped", "Decisions and Report batches the online learner "
                                        "could not take (its queue was full)", ["kind"], registry=self.registry)
         self.learner_errors = Gauge("yarnrl_learner_errors", "Learner failures so far (logged, never fatal)",
                                     registry=self.registry)
         self.learner_queue = Gauge("yarnrl_learner_queue", "Decisions and Report batches waiting for the learner",
                                    registry=self.registry)
+        self.decision_log_dropped = Counter(
+            "yarnrl_decision_log_dropped", "Decisions and Report batches the decision log could not take (its "
+            "queue was full: the disk or the writer is behind)", ["kind"], registry=self.registry)
         # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
         self._decided: dict[tuple[str, str], Any] = {}
         self._placed: dict[Locality, Any] = {}
@@ -236,8 +242,14 @@ class Engine:
         # Called on each observation before the policy sees it, to add what the caller did not send (for example
         # policy_engine.hdfs.BlockLocator.annotate: HDFS block locations of the asks' input paths).
         self.annotators: list[Callable[[ScheduleObservation], None]] = []
+        # Called on each Report event before listeners and the learner see it (for example
+        # policy_engine.labels.LocalityLabeler.label: the read level of a map container from the job's blocks).
+        self.event_annotators: list[EventListener] = []
+        self.asks_seen = 0
+        self.asks_with_blocks = 0
         self.learner = None
         self.learning: LearningLoop | None = None
+        self.decision_log = None  # policy_engine.decision_log.DecisionLog, when attached
         self._learning_mode = learning
         self._queue_capacity = queue_capacity
 
@@ -253,6 +265,9 @@ class Engine:
             raise NotImplementedError(f"policy {policy.name!r} does not schedule on node heartbeats")
         for annotate in self.annotators:
             annotate(obs)
+        with_blocks = sum(1 for ask in obs.asks if ask.job is not None and ask.job.input_blocks)
+        self.asks_seen += len(obs.asks)
+        self.asks_with_blocks += with_blocks
         opportunities = self.state.opportunities
         if opportunities is not None:
             opportunities.offer(obs)
@@ -271,6 +286,10 @@ class Engine:
                 m.placed(a.locality, a.count)
             if cut:
                 m.clipped.inc(cut)
+            if with_blocks:
+                m.asks.labels("yes").inc(with_blocks)
+            if len(obs.asks) > with_blocks:
+                m.asks.labels("no").inc(len(obs.asks) - with_blocks)
         if cut:
             log.debug("policy %s assigned %d containers beyond what node %s allows; removed", policy.name, cut,
                       obs.node.node_id)
@@ -300,12 +319,53 @@ class Engine:
             self.metrics.learner_errors.set_function(lambda: learning.learner.errors)
             self.metrics.learner_queue.set_function(learning.pending)
 
+    def attach_decision_log(self, directory, rotate_mb: float | None = None, threaded: bool | None = None,
+                            **options):
+        """Log every decision made through schedule_logged / route_logged, and every Report event, to Parquet in
+        `directory` (policy_engine.decision_log). `threaded` defaults to the learning mode: a writer thread behind
+        a bounded queue for the server, inline (deterministic) for in-process runs."""
+        from policy_engine.decision_log import DEFAULT_ROTATE_MB, DecisionLog
+
+        if threaded is None:
+            threaded = self._learning_mode == "thread"
+        self.decision_log = DecisionLog(directory, rotate_mb=rotate_mb or DEFAULT_ROTATE_MB, threaded=threaded,
+                                        on_drop=self._count_log_drop, **options)
+        return self.decision_log
+
+    def _count_log_drop(self, kind: str) -> None:
+        if self.metrics is not None:
+            self.metrics.decision_log_dropped.labels(kind).inc()
+
+    def schedule_logged(self, obs: ScheduleObservation, raw: bytes | None = None) -> tuple[ScheduleDecision, str]:
+        """schedule(), numbered, and logged when a decision log is attached (never blocks on it). `raw`: the
+        serialized request `obs` was decoded from, logged as it is unless annotators edit the observation."""
+        t0 = time.perf_counter()
+        decision = self.schedule(obs)
+        decision_id = self.state.next_decision_id()
+        dlog = self.decision_log
+        if dlog is not None:
+            dlog.schedule(obs, decision, decision_id, self.policy, time.perf_counter() - t0,
+                          raw=None if self.annotators else raw)
+        return decision, decision_id
+
+    def route_logged(self, obs: RouteObservation) -> tuple[RouteDecision, str]:
+        t0 = time.perf_counter()
+        decision = self.route(obs)
+        decision_id = self.state.next_decision_id()
+        dlog = self.decision_log
+        if dlog is not None:
+            dlog.route(obs, decision, decision_id, self.policy, time.perf_counter() - t0)
+        return decision, decision_id
+
     def _count_drop(self, kind: str) -> None:
         if self.metrics is not None:
             self.metrics.learner_dropped.labels(kind).inc()
 
     def close(self) -> None:
-        """Let the learner finish what is queued and persist what it learned (on shutdown)."""
+        """Let the learner finish what is queued and persist what it learned, and close the decision log's files
+        (on shutdown)."""
+        if self.decision_log is not None:
+            self.decision_log.close()
         if self.learning is not None:
             self.learning.close()
 
@@ -352,6 +412,8 @@ class Engine:
             if done is not None:
                 done()
             return 0
+        if self.decision_log is not None:
+            self.decision_log.events(events)
         opportunities = self.state.opportunities
         m = self.metrics
         for ev in events:
@@ -359,6 +421,8 @@ class Engine:
                 opportunities.forget_application(ev.job_id)
             if m is not None:
                 m.reports.labels(ev.kind).inc()
+            for annotate in self.event_annotators:
+                annotate(ev)
             for listener in self.listeners:
                 listener(ev)
         if self.learning is not None:

@@ -7,7 +7,10 @@ but carries no blocks, before the policy sees the observation.
 
 Lookups never run on the decision path: a path seen for the first time is looked up in a background thread and its
 blocks are attached from the next heartbeat on, so a slow NameNode cannot make the engine miss the plugin's deadline.
-Results are cached per path for a time-to-live; failed lookups are retried after a shorter back-off.
+Results are cached per path; once older than the time-to-live they are refreshed in the background while the old
+answer keeps being served (cache directives and replicas move slowly: a stale answer beats none). An answer is
+dropped when no refresh has succeeded for `stale_s` (default 10 x TTL). Failed lookups are retried after a shorter
+back-off.
 """
 
 from __future__ import annotations
@@ -15,14 +18,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlparse
 
 from policy_engine.extras import require
 
-require("hdfs", "cachetools", extra="webhdfs", feature="--webhdfs (HDFS block locations)")
+require("hdfs", extra="webhdfs", feature="--webhdfs (HDFS block locations)")
 
-import cachetools  # noqa: E402
 from hdfs import InsecureClient  # noqa: E402
 from hdfs.client import _Request  # noqa: E402
 
@@ -82,13 +85,21 @@ class BlockLocator:
     """Per-path cache of WebHDFS block locations, filled in the background; `annotate` is an engine annotator."""
 
     def __init__(self, url: str, ttl_s: float = 60.0, retry_s: float = 5.0, max_paths: int = 10_000,
-                 user: str | None = None, timeout_s: float = 5.0, registry=None, client: WebHdfsClient | None = None):
+                 user: str | None = None, timeout_s: float = 5.0, registry=None, client: WebHdfsClient | None = None,
+                 stale_s: float | None = None, clock=time.monotonic):
         if ttl_s <= 0 or retry_s <= 0:
             raise ValueError("ttl_s and retry_s must be positive")
         self.url = url
         self.client = client or WebHdfsClient(url, user=user, timeout=timeout_s)
+        self.ttl_s = ttl_s
         self.retry_s = retry_s
-        self._cache: cachetools.TTLCache = cachetools.TTLCache(maxsize=max_paths, ttl=ttl_s)
+        self.stale_s = 10 * ttl_s if stale_s is None else stale_s
+        if self.stale_s < ttl_s:
+            raise ValueError("stale_s must be at least ttl_s")
+        self.max_paths = max_paths
+        self._clock = clock
+        # path -> (blocks, monotonic time of the lookup), least recently used first
+        self._cache: OrderedDict[str, tuple[tuple[BlockInfo, ...], float]] = OrderedDict()
         self._failed_until: dict[str, float] = {}
         self._in_flight: set[str] = set()
         self._lock = threading.Lock()
@@ -107,13 +118,16 @@ class BlockLocator:
             blocks = tuple(self.client.path_block_locations(hdfs_path))
         except Exception as e:  # HdfsError, connection errors, bad JSON: the path stays unannotated for a while
             with self._lock:
-                self._failed_until[path] = time.monotonic() + self.retry_s
+                self._failed_until[path] = self._clock() + self.retry_s
             if self._lookups is not None:
                 self._lookups.labels("error").inc()
             log.warning("WebHDFS block locations of %s from %s failed: %s", hdfs_path, self.url, e)
             raise
         with self._lock:
-            self._cache[path] = blocks
+            self._cache[path] = (blocks, self._clock())
+            self._cache.move_to_end(path)
+            while len(self._cache) > self.max_paths:
+                self._cache.popitem(last=False)
             self._failed_until.pop(path, None)
         if self._lookups is not None:
             self._lookups.labels("ok").inc()
@@ -129,16 +143,26 @@ class BlockLocator:
                 self._in_flight.discard(path)
 
     def cached(self, path: str) -> tuple[BlockInfo, ...] | None:
-        """The cached blocks of a path, or None (and a background lookup started) when they are not known yet."""
+        """The cached blocks of a path, or None when they are not known yet. Starts a background lookup when the
+        path is unknown or its answer is older than the TTL (the old answer is returned meanwhile)."""
+        now = self._clock()
         with self._lock:
-            blocks = self._cache.get(path)
-            if blocks is not None:
+            entry = self._cache.get(path)
+            blocks = None
+            if entry is not None:
+                age = now - entry[1]
+                if age > self.stale_s:
+                    del self._cache[path]
+                else:
+                    self._cache.move_to_end(path)
+                    blocks = entry[0]
+                    if age <= self.ttl_s:
+                        return blocks
+            if path in self._in_flight or self._failed_until.get(path, 0.0) > now:
                 return blocks
-            if path in self._in_flight or self._failed_until.get(path, 0.0) > time.monotonic():
-                return None
             self._in_flight.add(path)
         self._pool.submit(self._lookup_in_background, path)
-        return None
+        return blocks
 
     def annotate(self, obs: ScheduleObservation) -> None:
         """Attach input blocks to every ask whose job names input paths but has no blocks."""

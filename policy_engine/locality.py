@@ -2,8 +2,13 @@
 
 An ask has an ANY ("*") count of outstanding containers and optional host and rack counts. As in YARN's
 AppSchedulingInfo, a node-local container uses up one of the host, the rack and the ANY counts; a rack-local one
-the rack and ANY counts; an off-switch one only ANY. A host, rack or ANY entry with relax_locality false stops
-placement from going wider than it.
+the rack and ANY counts; an off-switch one only ANY.
+
+relax_locality, as YARN's ResourceRequest defines it ("whether locality can be relaxed to that level and beyond"):
+false on a rack entry means no container of the ask goes to a node of that rack unless the node itself is asked
+for (no rack-local and no off-switch placement there); false on ANY means only racks with an entry of their own,
+or nodes asked for by name, get containers. A host entry's flag has nothing below it to relax and is ignored, as
+YARN ignores it. The plugin re-checks the same rules in Java (LocalityRules) before it allocates anything.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ class AskOnNode:
             n = min(self.host, self.any)
             return n if (level == Locality.CACHE_LOCAL) == self.cached else 0
         if level == Locality.RACK_LOCAL:
-            if not self.has_rack_entry:
+            if not self.has_rack_entry or not self.rack_relax:
                 return 0
             return min(self.rack, self.any)
         if level == Locality.OFF_SWITCH:
@@ -89,7 +94,7 @@ class AskOnNode:
         any_count = self.any
         if (self.host if self.host < any_count else any_count) > 0:
             levels.append(_CACHE if self.cached else _NODE)
-        if self.has_rack_entry and (self.rack if self.rack < any_count else any_count) > 0:
+        if self.has_rack_entry and self.rack_relax and (self.rack if self.rack < any_count else any_count) > 0:
             levels.append(_RACK)
         if any_count > 0 and self.any_relax and (self.rack_relax or not self.has_rack_entry):
             levels.append(_OFF)

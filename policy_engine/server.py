@@ -62,19 +62,18 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         caching ScheduleDecoder unless annotators (HDFS block locations) edit the observations."""
         if self.engine.annotators:
             return self._schedule(decode_schedule(parse_schedule_request(data)))
-        return self._schedule(self._decoder.decode(data))
+        return self._schedule(self._decoder.decode(data), data)
 
-    def _schedule(self, obs) -> pb.ScheduleResponse:
+    def _schedule(self, obs, raw: bytes | None = None) -> pb.ScheduleResponse:
         engine, policy = self.engine, self.engine.policy
-        decision = engine.schedule(obs)
-        return encode_schedule_decision(decision, obs.request_id, engine.next_decision_id(), policy.name,
-                                        policy.model_version)
+        decision, decision_id = engine.schedule_logged(obs, raw)
+        return encode_schedule_decision(decision, obs.request_id, decision_id, policy.name, policy.model_version)
 
     def route_message(self, req: pb.RouteRequest) -> pb.RouteResponse:
         engine, policy = self.engine, self.engine.policy
         obs = decode_route(req)
-        decision = engine.route(obs)
-        return encode_route_decision(decision, obs, engine.next_decision_id(), policy.name, policy.model_version)
+        decision, decision_id = engine.route_logged(obs)
+        return encode_route_decision(decision, obs, decision_id, policy.name, policy.model_version)
 
     def info_message(self) -> pb.GetInfoResponse:
         policy = self.engine.policy
@@ -154,6 +153,9 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         return pb.ReportResponse(accepted=accepted)
 
     async def GetInfo(self, request, context):
+        # counters an operator asks for with `policy-engine info`, as trailing metadata (the message is shared)
+        context.set_trailing_metadata((("yarnrl-asks-total", str(self.engine.asks_seen)),
+                                       ("yarnrl-asks-with-blocks", str(self.engine.asks_with_blocks))))
         return self.info_message()
 
 
@@ -190,12 +192,16 @@ def _resolve(future: asyncio.Future) -> None:
 
 async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metrics_port: int | None = None,
                 grace_s: float = 5.0, ready: asyncio.Event | None = None, engine: Engine | None = None,
-                webhdfs: str | None = None, webhdfs_ttl_s: float = 60.0, reuse_port: bool = False) -> None:
+                webhdfs: str | None = None, webhdfs_ttl_s: float = 60.0, label_locality: bool = True,
+                reuse_port: bool = False, decision_log: str | None = None,
+                log_rotate_mb: float | None = None) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled).
 
-    `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations.
+    `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations, and
+    (`label_locality`) map containers' Report events get their read level from those blocks (policy_engine.labels).
     `reuse_port`: listen with SO_REUSEPORT, so several worker processes of a stateless policy share the port
     (`policy-engine serve --workers N`; the kernel spreads connections over them).
+    `decision_log`: directory of the Parquet decision log (policy_engine.decision_log), closed on shutdown.
     """
     metrics = EngineMetrics()
     if engine is None:
@@ -203,12 +209,20 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         engine.attach_learner()
     engine.metrics = metrics
     engine.bind_metrics()
+    if decision_log:
+        engine.attach_decision_log(decision_log, log_rotate_mb, threaded=True)
     locator = None
     if webhdfs:
         from policy_engine.hdfs import BlockLocator
 
         locator = BlockLocator(webhdfs, ttl_s=webhdfs_ttl_s, registry=metrics.registry)
         engine.annotators.append(locator.annotate)
+        if label_locality:
+            from policy_engine.labels import LocalityLabeler
+
+            labeler = LocalityLabeler(registry=metrics.registry)
+            engine.annotators.append(labeler.annotate)
+            engine.event_annotators.append(labeler.label)
     server = grpc.aio.server(options=[
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

@@ -312,6 +312,8 @@ class ContainerStarted(Event):
     node_id: str = ""
     ask_id: str = ""
     locality: Locality = Locality.UNSPECIFIED
+    rack_cached: bool | None = None  # RACK_LOCAL: a cached replica in the node's rack (CRL) or not (DRL); None unknown
+    input_block_id: str = ""         # the input block the label refers to, when known
 
 
 @dataclass(slots=True)
@@ -323,6 +325,8 @@ class ContainerFinished(Event):
     runtime_ms: int = 0
     exit_status: int = 0
     locality: Locality = Locality.UNSPECIFIED
+    rack_cached: bool | None = None
+    input_block_id: str = ""
 
 
 @dataclass(slots=True)

@@ -434,7 +434,60 @@ def value_cases() -> list[Case]:
     return cases
 
 
-CASES = generic_cases() + mismatch_cases() + file_cases() + remote_cases() + value_cases()
+def decision_log_cases() -> list[Case]:
+    """--decision-log, --log-rotate-mb and `emulator replay` (issue 18)."""
+    run = ["run", "--scenario", "locality-wordcount", "--policy", "fifo"]
+    replay = ["replay", "--log"]
+    return [
+        Case("policy-engine", ["serve", "--policy", "fifo", "--port", "0", "--decision-log", "{text}"], 2,
+             ("--decision-log .* is a file",), id="serve-decision-log-is-a-file"),
+        Case("policy-engine", ["serve", "--policy", "fifo", "--port", "0", "--log-rotate-mb", "5"], 2,
+             ("--log-rotate-mb needs --decision-log",), id="serve-rotate-without-log"),
+        Case("policy-engine", ["serve", "--policy", "fifo", "--port", "0", "--decision-log", "{tmp}/dl",
+                               "--log-rotate-mb", "0"], 2, ("--log-rotate-mb must be a positive",),
+             id="serve-rotate-zero"),
+        Case("policy-engine", ["serve", "--policy", "fifo", "--port", "0", "--decision-log", "{text}/sub"], 1,
+             ("cannot create --decision-log",), id="serve-decision-log-under-a-file"),
+        Case("emulator", [*run, "--decision-log", "{text}"], 2, ("--decision-log .* is a file",),
+             id="run-decision-log-is-a-file"),
+        Case("emulator", [*run, "--log-rotate-mb", "-1", "--decision-log", "{tmp}/dl"], 2,
+             ("--log-rotate-mb must be a positive",), id="run-rotate-negative"),
+        Case("emulator", [*run, "--remote", "127.0.0.1:1", "--decision-log", "{tmp}/dl"], 2,
+             ("writes its own log",), id="run-remote-decision-log"),
+        Case("emulator", ["compare", "--scenario", "locality-wordcount", "--policies", "fifo", "--log-rotate-mb", "1"],
+             2, ("--log-rotate-mb needs --decision-log",), id="compare-rotate-without-log"),
+        Case("emulator", [*replay, "{tmp}/no-such-log", "--policies", "fifo"], 2, ("is not a directory",),
+             id="replay-log-missing"),
+        Case("emulator", [*replay, "{tmp}", "--policies", "fifo"], 1, ("no decisions-.*parquet files",),
+             id="replay-log-empty"),
+        Case("emulator", [*replay, "{tmp}", "--policies", ","], 2, ("names no policy",), id="replay-no-policies"),
+        Case("emulator", [*replay, "{tmp}", "--policies", "fifo,no-such"], 2, ("registered policies",),
+             id="replay-unknown-policy"),
+        Case("emulator", [*replay, "{tmp}", "--policies", "fifo,fifo"], 2, ("names a policy twice",),
+             id="replay-policy-twice"),
+        Case("emulator", [*replay, "{tmp}", "--policies", "fifo", "--model", "clqlmrs={clqlmrs_model}"], 2,
+             ("not among --policies",), id="replay-model-other-policy"),
+        Case("emulator", [*replay, "{tmp}", "--policies", "clqlmrs", "--model", "clqlmrs={missing}"], 2,
+             ("no-such-model",), id="replay-model-missing"),
+        Case("emulator", [*replay, "{tmp}", "--policies", "fifo", "--limit", "0"], 2, ("--limit must be",),
+             id="replay-limit-zero"),
+        Case("emulator", ["replay", "--policies", "fifo"], 2, ("required: --log",), id="replay-without-log"),
+        Case("emulator", ["train", "--scenario", "locality-wordcount", "--algo", "clqlmrs", "--out", "{tmp}/fl",
+                          "--from-log", "{tmp}/no-such-log"], 2, ("--from-log .* is not a directory",),
+             id="train-from-log-missing"),
+        Case("emulator", ["train", "--scenario", "locality-wordcount", "--algo", "clqlmrs", "--out", "{tmp}/fl",
+                          "--from-log", "{tmp}", "--resume"], 2, ("--resume is for online",),
+             id="train-from-log-resume"),
+        Case("emulator", ["train", "--scenario", "locality-wordcount", "--algo", "clqlmrs", "--out", "{tmp}/fl",
+                          "--from-log", "{tmp}", "--compare-model", "{missing}"], 2, ("no-such-model",),
+             id="train-from-log-compare-missing"),
+        Case("emulator", ["train", "--scenario", "locality-wordcount", "--algo", "clqlmrs", "--out", "{tmp}/fl",
+                          "--from-log", "{tmp}"], 1, ("no decisions-.*parquet",), id="train-from-log-empty"),
+    ]
+
+
+CASES = (generic_cases() + mismatch_cases() + file_cases() + remote_cases() + value_cases()
+         + decision_log_cases())
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -144,14 +144,31 @@ def test_annotate_attaches_blocks_after_a_background_lookup_and_reuses_them(name
     locator.close()
 
 
-def test_entries_expire_after_the_ttl(namenode):
-    locator = BlockLocator(namenode, ttl_s=0.2)
+def test_entries_older_than_the_ttl_are_refreshed_in_the_background_and_served_meanwhile(namenode):
+    now = [100.0]
+    locator = BlockLocator(namenode, ttl_s=10, stale_s=30, clock=lambda: now[0])
     assert len(locator.lookup("/data/in/part-1")) == 1
     assert locator.cached("/data/in/part-1") is not None
-    time.sleep(0.3)
-    assert locator.cached("/data/in/part-1") is None  # expired: a fresh lookup was started
-    assert wait_for(lambda: locator.cached("/data/in/part-1") is not None)
-    assert [op for op, _ in NameNode.requests].count("GETFILEBLOCKLOCATIONS") == 2
+    assert [op for op, _ in NameNode.requests].count("GETFILEBLOCKLOCATIONS") == 1
+    now[0] += 11  # past the TTL: the old answer is still served while a refresh runs
+    assert locator.cached("/data/in/part-1") is not None
+    assert wait_for(lambda: [op for op, _ in NameNode.requests].count("GETFILEBLOCKLOCATIONS") == 2)
+    assert wait_for(lambda: not locator._in_flight)
+    assert locator._cache["/data/in/part-1"][1] == now[0]  # refreshed at the current time
+    locator.close()
+
+
+def test_an_answer_no_refresh_could_renew_is_dropped_after_stale_s(namenode):
+    now = [100.0]
+    locator = BlockLocator(namenode, ttl_s=10, stale_s=30, retry_s=1000, clock=lambda: now[0])
+    locator.lookup("/data/in/part-1")
+    locator.url = "unused"
+    locator.client = WebHdfsClient("http://127.0.0.1:9", timeout=0.5)  # the NameNode goes away
+    now[0] += 11
+    assert locator.cached("/data/in/part-1") is not None  # stale, refresh fails in the background
+    assert wait_for(lambda: not locator._in_flight)
+    now[0] += 20
+    assert locator.cached("/data/in/part-1") is None  # older than stale_s: dropped, not served
     locator.close()
 
 
@@ -198,6 +215,23 @@ def test_engine_runs_annotators_before_the_policy(namenode):
 def test_bad_ttl_is_refused():
     with pytest.raises(ValueError):
         BlockLocator("http://127.0.0.1:1", ttl_s=0)
+    with pytest.raises(ValueError):
+        BlockLocator("http://127.0.0.1:1", ttl_s=10, stale_s=5)
+
+
+def test_engine_counts_asks_with_and_without_block_locations(namenode):
+    from policy_engine.engine import EngineMetrics
+
+    locator = BlockLocator(namenode)
+    locator.lookup("/data/in/part-0")
+    metrics = EngineMetrics()
+    engine = Engine(FifoPolicy(), metrics)
+    engine.annotators.append(locator.annotate)
+    engine.schedule(observation(ask(job=JobMetadata(input_paths=("/data/in/part-0",))), ask("b/1/0")))
+    assert (engine.asks_seen, engine.asks_with_blocks) == (2, 1)
+    assert metrics.registry.get_sample_value("yarnrl_asks_total", {"blocks": "yes"}) == 1
+    assert metrics.registry.get_sample_value("yarnrl_asks_total", {"blocks": "no"}) == 1
+    locator.close()
 
 
 def test_serve_refuses_a_bad_webhdfs_url():

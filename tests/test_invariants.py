@@ -83,6 +83,9 @@ def check(obs: ScheduleObservation, decision: ScheduleDecision) -> None:
                          for k in set(used.extra) | set(ask.resource.extra)})
         if a.locality in (Locality.NODE_LOCAL, Locality.CACHE_LOCAL):
             assert ask.locality_count(obs.node.host) > 0
+        else:  # relax_locality=false on the node's rack entry: only nodes asked for by name
+            rack = [lr for lr in ask.locality if lr.resource_name == obs.node.rack]
+            assert not rack or rack[0].relax_locality
     assert used.memory_mb <= obs.node.unallocated.memory_mb
     assert used.vcores <= obs.node.unallocated.vcores
     for k, v in used.extra.items():

@@ -128,3 +128,35 @@ def test_relax_locality_false_keeps_containers_on_named_hosts():
     ask.relax_locality = False
     assert placed(engine.schedule(observe(node("n2"), [ask]))) == [("a", 2, Locality.RACK_LOCAL)]
     assert placed(engine.schedule(observe(node("n7", rack="/r3"), [ask]))) == []
+
+
+def _strict_rack(ask):
+    """What AMRMClient sends for ContainerRequest(nodes, relaxLocality=false): the rack entry and ANY not relaxed."""
+    from policy_engine.types import LocalityRequest
+
+    ask.locality = tuple(LocalityRequest(lr.resource_name, lr.num_containers,
+                                         lr.relax_locality if lr.resource_name.startswith("n") else False)
+                         for lr in ask.locality)
+    ask.relax_locality = False
+    return ask
+
+
+@pytest.mark.parametrize("name", ["fifo", "delay", "acl", "clqlmrs"])
+def test_relax_locality_false_on_the_rack_entry_allows_only_the_named_hosts(name):
+    options = {"node_locality_delay": 0} if name in ("delay", "acl") else {}
+    engine = Engine(create(name, **options))
+    ask = _strict_rack(map_ask("a", "app1", hosts={"n1": 2}, racks={"/r1": 2}, total=2))
+    for _ in range(12):  # however long it has waited, no policy may go to another node of the rack
+        assert placed(engine.schedule(observe(node("n2"), [ask]))) == []
+        assert placed(engine.schedule(observe(node("n7", rack="/r3"), [ask]))) == []
+    assert sum(a.count for a in engine.schedule(observe(node("n1"), [ask])).assignments) == 2
+
+
+def test_clip_removes_rack_local_containers_against_a_strict_rack_entry():
+    from policy_engine.engine import clip_schedule
+    from policy_engine.types import Assignment, ScheduleDecision
+
+    ask = _strict_rack(map_ask("a", "app1", hosts={"n1": 2}, racks={"/r1": 2}, total=2))
+    decision, cut = clip_schedule(observe(node("n2"), [ask]), ScheduleDecision([Assignment("a", 2,
+                                                                                          Locality.RACK_LOCAL)]))
+    assert decision.assignments == [] and cut == 2

@@ -189,3 +189,19 @@ def test_serve_refuses_bad_configuration():
 
 def test_health_proto_constant_matches():
     assert health_pb2.HealthCheckResponse.SERVING == 1
+
+
+def test_info_reports_how_many_asks_carried_block_locations(engine_factory):
+    import json
+
+    e = engine_factory("fifo")
+    with_blocks = map_ask("a", "app1", hosts={"n1": 1}, racks={"/r1": 1}, total=1, cached_on=("n1",))
+    plain = map_ask("b", "app2", hosts={}, racks={}, total=1)
+    e.client.schedule(encode_schedule(observe(node("n1"), [with_blocks, plain], request_id="x")))
+    _, counters = e.client.info_counters()
+    assert counters == {"asks_total": 2, "asks_with_blocks": 1}
+    r = subprocess.run([sys.executable, "-m", "policy_engine.cli", "info", "--target", e.target, "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout.strip().splitlines()[-1])
+    assert (d["asks_total"], d["asks_with_blocks"]) == (2, 1)

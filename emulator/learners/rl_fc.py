@@ -38,7 +38,7 @@ from torch import nn  # noqa: E402
 
 from emulator.drivers import InProcessDriver  # noqa: E402
 from emulator.learners import common  # noqa: E402
-from emulator.multicluster.metrics import eval_app  # noqa: E402
+from emulator.multicluster.metrics import eval_app, s_log  # noqa: E402
 from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
 from policy_engine.policy import ROUTE, OptionError, Policy, create  # noqa: E402
@@ -58,6 +58,7 @@ BEST_MODEL = "best-model.safetensors"
 CURVE_JSON = "learning-curve.json"
 CURVE_PNG = "learning-curve.png"
 PLOT_EVERY_S = 300.0
+SUMMARY_METRICS = ("tmdl", "ajdr", "ajer", "s_log", "eval_app")
 
 
 @dataclass
@@ -167,13 +168,15 @@ def action_values(time_critical: np.ndarray, deploy_time: np.ndarray, finish_tim
 
 
 class ReplayBuffer:
-    """The latest `capacity` decisions (state, action index, value) in preallocated ring arrays."""
+    """The latest `capacity` decisions (state, action index, value) in preallocated ring arrays.
 
-    def __init__(self, capacity: int, state_dim: int):
+    A value is one number, or `value_dim` numbers (RL-LSFC's value components)."""
+
+    def __init__(self, capacity: int, state_dim: int, value_dim: int | None = None):
         self.capacity = capacity
         self.states = np.zeros((capacity, state_dim), dtype=np.float32)
         self.actions = np.zeros(capacity, dtype=np.int64)
-        self.values = np.zeros(capacity, dtype=np.float32)
+        self.values = np.zeros((capacity,) if value_dim is None else (capacity, value_dim), dtype=np.float32)
         self.next = 0   # slot the next decision goes to
         self.size = 0
 
@@ -267,6 +270,7 @@ class ExplorationPolicy(Policy):
 
     name = "rl-fc-explore"
     capabilities = frozenset({ROUTE})
+    job_states = staticmethod(job_states)   # the state of every buffered job (RL-LSFC's learner swaps it)
 
     def __init__(self, cfg: RlFcConfig, rng: np.random.Generator, log: EpisodeLog):
         self.cfg = cfg
@@ -277,7 +281,7 @@ class ExplorationPolicy(Policy):
         self.guide = create(cfg.guide) if cfg.improved_greedy else None
 
     def route(self, obs: RouteObservation) -> RouteDecision:
-        states = job_states(obs)
+        states = self.job_states(obs)
         n_clusters = len(obs.clusters)
         if self.rng.random() < self.eps1:
             if self.guide is None or self.rng.random() < self.cfg.eps2:
@@ -313,6 +317,12 @@ def network_tensors(net) -> dict[str, np.ndarray]:
 
 def _mean_metrics(episodes: list[dict[str, float]]) -> dict[str, float]:
     tmdl = float(np.mean([e["tmdl"] for e in episodes]))
+    if "ajdr" not in episodes[0]:
+        # A seed-002 scenario (RL-FC as the comparator of RL-LSFC's Table 6): it reports AJER and S_log, and
+        # S_log (higher is better) takes Eval_app's place in model selection and the curve.
+        ajer = float(np.mean([e["ajer"] for e in episodes]))
+        score = s_log(tmdl, ajer)
+        return {"tmdl": tmdl, "ajer": ajer, "s_log": score, "eval_app": score}
     ajdr = float(np.mean([e["ajdr"] for e in episodes]))
     # Eq. 9 on the episode means, as the paper's Fig. 4 does.
     return {"tmdl": tmdl, "ajdr": ajdr, "eval_app": eval_app(tmdl, ajdr)}
@@ -611,14 +621,14 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
         trainer.wall_seconds += time.perf_counter() - t0
     final = trainer.curve[-1]
     checksum = trainer.save_model(out / MODEL, network_tensors(trainer.net),
-                                  {k: final[k] for k in ("tmdl", "ajdr", "eval_app")})
+                                  {k: v for k, v in final.items() if k in SUMMARY_METRICS})
     trainer.checkpoint()
     trainer.write_curve()
     return {"algo": "rl-fc", "scenario": scenario.name, "seed": seed, "episodes": trainer.episode,
             "train_seconds": round(trainer.train_seconds, 1), "wall_seconds": round(trainer.wall_seconds, 1),
             "model": str(out / MODEL), "checksum": checksum,
             "best_model": str(out / BEST_MODEL), "best": trainer.best,
-            "final": {k: final[k] for k in ("tmdl", "ajdr", "eval_app")}, "baselines": trainer.baselines,
+            "final": {k: v for k, v in final.items() if k in SUMMARY_METRICS}, "baselines": trainer.baselines,
             "learning_curve": str(out / CURVE_PNG)}
 
 

@@ -115,6 +115,10 @@ class MultiClusterSim:
         self.cluster_ids = list(range(1, federation.n + 1))   # the papers number clusters 1..C
         self._index_of = {cid: i for i, cid in enumerate(self.cluster_ids)}
         self.done = True
+        # Set to a list to record every finished execution as (finish, cluster, job, execution, request, start,
+        # missed): what learners need beyond the engine's feedback (RL-LSFC: did the execution wait to start?).
+        # Never cleared by reset(): the caller empties it between episodes.
+        self.execution_log: list[tuple[int, int, int, int, int, int, bool]] | None = None
 
     # ------------------------------------------------------------ episode
 
@@ -394,10 +398,13 @@ class MultiClusterSim:
             ratio_delay[job].append(ar / run[job][c])
             ratio_std[job].append(ar / std[job])
             deadline = dl[job][c]
-            if deadline and ar > deadline:
+            missed = bool(deadline and ar > deadline)
+            if missed:
                 self._missed[c] += 1
                 self._job_missed[job] += 1
                 self.events.append(DeadlineMissed(self._job_ids[job], self.cluster_ids[c], timestamp_ms=t))
+            if self.execution_log is not None:
+                self.execution_log.append((t, c, job, batch, req, t - run[job][c], missed))
             batch += 1
             if batch < execs[job]:
                 release = self._arrival[job] + batch * self._period[job]

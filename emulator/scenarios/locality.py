@@ -15,6 +15,12 @@ finish and every job completion goes back through `Report`. Parameters (`--param
   reduces         reducers per job                                                           default: per app
   am_cache_aware  the ApplicationMaster prefers a cached block on the node it gets           default true
   heartbeat_ms    NodeManager heartbeat interval                                             default 1000
+  nodes           DataNodes/NodeManagers (a cluster shaped like another one, e.g. the mini
+                  cluster: nodes=4 racks=2 node_memory_mb=4096 replication=2)            default 6 (4/6/8 GB)
+  racks           racks (hosts alternate between them)                                       default 2
+  node_memory_mb  memory of every node, MB (with `nodes`)                                    default seed 001's
+  replication     HDFS replication of the input                                              default 3
+  map_memory_mb   memory of one map (reduce) container, MB                                   default 1024
 
 Metrics: over map tasks, the share read cache-local, disk-local, rack-local (cached or disk replica in the rack)
 and off-rack; local_task_rate = cache + data locality (seed 001's "local tasks rate"); mean job execution time
@@ -41,11 +47,21 @@ class LocalityScenario(Scenario):
     default_episodes = 10
     default_policies = ("fifo", "delay", "acl")
 
-    def __init__(self, app: str, heartbeat_ms: int = 1000, **workload: Any):
+    def __init__(self, app: str, heartbeat_ms: int = 1000, nodes: int | None = None, racks: int = 2,
+                 node_memory_mb: int | None = None, **workload: Any):
         self.name = f"locality-{app}"
         reject_unknown_params(self.name, workload, [f.name for f in fields(WorkloadConfig) if f.name != "app"]
                               + ["heartbeat_ms"])
-        self.cluster = ClusterConfig(heartbeat_ms=int(heartbeat_ms))
+        memory = ClusterConfig().node_memory_mb
+        if nodes is not None or node_memory_mb is not None:
+            count = int(nodes) if nodes is not None else len(memory)
+            if count < 2:
+                raise ValueError(f"nodes must be at least 2, got {nodes}")
+            memory = tuple(int(node_memory_mb) for _ in range(count)) if node_memory_mb is not None else \
+                tuple(memory[i % len(memory)] for i in range(count))
+        self.cluster = ClusterConfig(node_memory_mb=memory, num_racks=int(racks), heartbeat_ms=int(heartbeat_ms))
+        if "map_memory_mb" in workload and "reduce_memory_mb" not in workload:
+            workload["reduce_memory_mb"] = workload["map_memory_mb"]
         self.workload = WorkloadConfig(app=app, **workload)
 
     def simulation(self, seed: int) -> YarnSimulation:
@@ -65,7 +81,7 @@ class LocalityScenario(Scenario):
 
     def describe(self) -> dict[str, Any]:
         return {**asdict(self.workload), "heartbeat_ms": self.cluster.heartbeat_ms,
-                "node_memory_mb": list(self.cluster.node_memory_mb)}
+                "node_memory_mb": list(self.cluster.node_memory_mb), "racks": self.cluster.num_racks}
 
 
 for _app, _what in (("wordcount", "CPU-bound"), ("sort", "I/O-bound"), ("terasort", "I/O-heavy"),

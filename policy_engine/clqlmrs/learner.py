@@ -127,11 +127,13 @@ class ClqlmrsLearner:
 
     def on_event(self, ev: Event) -> None:
         if isinstance(ev, (ContainerStarted, ContainerFinished)):
-            self._outcome(ev.container_id, ev.application_id, ev.node_id, ev.locality)
+            # rack_cached, when the sender knows it (the engine's labels on a real cluster, policy_engine.labels),
+            # says CRL or DRL; otherwise the step's own prediction does
+            self._outcome(ev.container_id, ev.application_id, ev.node_id, ev.locality, ev.rack_cached)
         elif isinstance(ev, JobFinished):
             self._finish(ev.job_id)
 
-    def _outcome(self, container_id: str, app: str, node_id: str, level: int) -> None:
+    def _outcome(self, container_id: str, app: str, node_id: str, level: int, rack_cached: bool | None = None) -> None:
         if container_id:
             if container_id in self._seen_containers:
                 return  # started already counted; the finish of the same container is not a second launch
@@ -146,7 +148,7 @@ class ClqlmrsLearner:
         if not queue:
             return  # a container this policy did not place through a learned step (AM, reduce, fallback)
         tr = queue.popleft()
-        self._settle(tr, state_from_report(level, tr.step.rack_cached))
+        self._settle(tr, state_from_report(level, tr.step.rack_cached if rack_cached is None else rack_cached))
         chain = self._paper_chain if self.paper else self._job(app).chain
         self._advance(chain)
 

@@ -122,3 +122,46 @@ def image(obs: ScheduleObservation, spec: ImageSpec = ImageSpec(), since_new: in
         out[full, col: col + rest] = 1.0
     out[:, -1] = min(since_new, spec.max_track_since_new) / spec.max_track_since_new
     return out
+
+
+def since_newest_ask(obs: ScheduleObservation, spec: ImageSpec = ImageSpec()) -> int:
+    """Steps since the newest waiting job arrived: the image's last column as a policy can read it off the
+    observation (the gymnasium environment counts from the newest arrival of any job instead)."""
+    if not obs.asks:
+        return spec.max_track_since_new
+    newest = max(a.submit_time_ms for a in obs.asks)
+    return max(0, (obs.node.timestamp_ms - newest) // spec.step_ms)
+
+
+def render(used: np.ndarray, slot_len: np.ndarray, slot_dem: np.ndarray, backlog: np.ndarray, since_new: np.ndarray,
+           spec: ImageSpec = ImageSpec()) -> np.ndarray:
+    """`image` from arrays, vectorised over a leading batch axis: what a learner renders for many states at once.
+
+    used (B, time_horizon, num_res): units held by running jobs in each coming step; slot_len (B, M): each slot's
+    job length in steps (0: empty); slot_dem (B, M, num_res): its demand in units; backlog (B,): jobs behind the
+    slots; since_new (B,): steps since the newest arrival. Returns (B, time_horizon, width) float32, equal to
+    `image` of the same state.
+    """
+    used, slot_len, slot_dem = np.asarray(used), np.asarray(slot_len), np.asarray(slot_dem)
+    n, h, m = used.shape[0], spec.time_horizon, slot_len.shape[1]
+    out = np.zeros((n, h, spec.width), dtype=np.float32)
+    t = np.arange(h)
+    cells = np.arange(max(spec.res_slot, spec.max_job_size))
+    length = np.minimum(slot_len, h)
+    col = 0
+    for i in range(spec.num_res):
+        occ = np.minimum(used[:, :, i], spec.res_slot)
+        out[:, :, col: col + spec.res_slot] = cells[None, None, :spec.res_slot] < occ[:, :, None]
+        col += spec.res_slot
+        size = np.minimum(slot_dem[:, :, i], spec.max_job_size)
+        block = (t[None, :, None, None] < length[:, None, :, None]) & \
+                (cells[None, None, None, :spec.max_job_size] < size[:, None, :, None])
+        out[:, :, col: col + m * spec.max_job_size] = block.reshape(n, h, m * spec.max_job_size)
+        col += m * spec.max_job_size
+    b = np.minimum(np.asarray(backlog), spec.backlog_size)
+    w = spec.backlog_width
+    filled = (t[:, None] * w + np.arange(w)[None, :])[None] < b[:, None, None]
+    out[:, :, col: col + w] = filled
+    out[:, :, -1] = (np.minimum(np.asarray(since_new), spec.max_track_since_new)
+                     / spec.max_track_since_new)[:, None]
+    return out

@@ -356,34 +356,42 @@ class RouteResponse(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., job_index: _Optional[int] = ..., job_id: _Optional[str] = ..., cluster_id: _Optional[int] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ..., task_node: _Optional[_Iterable[int]] = ..., task_next_cluster: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ContainerStarted(_message.Message):
-    __slots__ = ("container_id", "application_id", "node_id", "ask_id", "locality")
+    __slots__ = ("container_id", "application_id", "node_id", "ask_id", "locality", "rack_cached", "input_block_id")
     CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
     APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ASK_ID_FIELD_NUMBER: _ClassVar[int]
     LOCALITY_FIELD_NUMBER: _ClassVar[int]
+    RACK_CACHED_FIELD_NUMBER: _ClassVar[int]
+    INPUT_BLOCK_ID_FIELD_NUMBER: _ClassVar[int]
     container_id: str
     application_id: str
     node_id: str
     ask_id: str
     locality: Locality
-    def __init__(self, container_id: _Optional[str] = ..., application_id: _Optional[str] = ..., node_id: _Optional[str] = ..., ask_id: _Optional[str] = ..., locality: _Optional[_Union[Locality, str]] = ...) -> None: ...
+    rack_cached: bool
+    input_block_id: str
+    def __init__(self, container_id: _Optional[str] = ..., application_id: _Optional[str] = ..., node_id: _Optional[str] = ..., ask_id: _Optional[str] = ..., locality: _Optional[_Union[Locality, str]] = ..., rack_cached: _Optional[bool] = ..., input_block_id: _Optional[str] = ...) -> None: ...
 
 class ContainerFinished(_message.Message):
-    __slots__ = ("container_id", "application_id", "node_id", "runtime_ms", "exit_status", "locality")
+    __slots__ = ("container_id", "application_id", "node_id", "runtime_ms", "exit_status", "locality", "rack_cached", "input_block_id")
     CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
     APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_MS_FIELD_NUMBER: _ClassVar[int]
     EXIT_STATUS_FIELD_NUMBER: _ClassVar[int]
     LOCALITY_FIELD_NUMBER: _ClassVar[int]
+    RACK_CACHED_FIELD_NUMBER: _ClassVar[int]
+    INPUT_BLOCK_ID_FIELD_NUMBER: _ClassVar[int]
     container_id: str
     application_id: str
     node_id: str
     runtime_ms: int
     exit_status: int
     locality: Locality
-    def __init__(self, container_id: _Optional[str] = ..., application_id: _Optional[str] = ..., node_id: _Optional[str] = ..., runtime_ms: _Optional[int] = ..., exit_status: _Optional[int] = ..., locality: _Optional[_Union[Locality, str]] = ...) -> None: ...
+    rack_cached: bool
+    input_block_id: str
+    def __init__(self, container_id: _Optional[str] = ..., application_id: _Optional[str] = ..., node_id: _Optional[str] = ..., runtime_ms: _Optional[int] = ..., exit_status: _Optional[int] = ..., locality: _Optional[_Union[Locality, str]] = ..., rack_cached: _Optional[bool] = ..., input_block_id: _Optional[str] = ...) -> None: ...
 
 class JobFinished(_message.Message):
     __slots__ = ("job_id", "cluster_id", "runtime", "delay_ratio", "missed_deadlines", "succeeded")

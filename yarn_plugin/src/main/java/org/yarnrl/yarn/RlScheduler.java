@@ -145,8 +145,9 @@ public class RlScheduler extends
   private ObjectName mbeanName;
   private final Map<ApplicationId, Snapshots.JobInfo> jobs = new ConcurrentHashMap<>();
   private final Set<String> racks = ConcurrentHashMap.newKeySet();
-  /** Containers placed by the engine: the locality it judged and its decision id, for ContainerFinished. */
-  private final Map<ContainerId, Event> engineStarts = new ConcurrentHashMap<>();
+  /** Running containers' ContainerStarted events (engine-placed and native): locality and decision id for
+   *  ContainerFinished. */
+  private final Map<ContainerId, Event> startedEvents = new ConcurrentHashMap<>();
   private long requestSeq;
   private boolean invalidAnswerLogged;
 
@@ -726,6 +727,11 @@ public class RlScheduler extends
     int assignedContainers = 0;
     PendingAsk rackAsk = application.getPendingAsk(schedulerKey,
         node.getRMNode().getRackName());
+    // yarn-rl: FifoScheduler ignores relaxLocality; a rack request that is not relaxed allows named nodes only
+    if (rackAsk.getCount() > 0
+        && localityOn(application, schedulerKey, node, 0, rackAsk.getCount()) != NodeType.RACK_LOCAL) {
+      return 0;
+    }
     if (rackAsk.getCount() > 0) {
       // Don't allocate on this rack if the application doens't need containers
       if (application.getOutstandingAsksCount(schedulerKey,
@@ -748,6 +754,11 @@ public class RlScheduler extends
     int assignedContainers = 0;
     PendingAsk offswitchAsk = application.getPendingAsk(schedulerKey,
         ResourceRequest.ANY);
+    // yarn-rl: nor off-switch where the ANY request, or this node's rack request, is not relaxed
+    if (offswitchAsk.getCount() > 0 && localityOn(application, schedulerKey, node, 0,
+        application.getPendingAsk(schedulerKey, node.getRackName()).getCount()) == null) {
+      return 0;
+    }
     if (offswitchAsk.getCount() > 0) {
       assignedContainers = 
         assignContainer(node, application, schedulerKey,
@@ -798,6 +809,7 @@ public class RlScheduler extends
 
         // Update usage for this container
         increaseUsedResources(rmContainer);
+        reportStarted(container, application, schedulerKey, node, locality(type), "");
       }
       rlMetrics.nativeContainers.add(assignedContainers);
     }
@@ -950,7 +962,7 @@ public class RlScheduler extends
 
     // Inform the node
     node.releaseContainer(rmContainer.getContainerId(), false);
-    Event started = engineStarts.remove(container.getId());
+    Event started = startedEvents.remove(container.getId());
     report(Event.newBuilder()
         .setDecisionId(started == null ? "" : started.getDecisionId())
         .setContainerFinished(ContainerFinished.newBuilder()
@@ -1158,54 +1170,62 @@ public class RlScheduler extends
         node.allocateContainer(rmContainer);
         increaseUsedResources(rmContainer);
         rlMetrics.engineContainers.increment();
-        Locality locality = type == NodeType.NODE_LOCAL
-            ? (a.getLocality() == Locality.LOCALITY_CACHE_LOCAL ? Locality.LOCALITY_CACHE_LOCAL
-                : Locality.LOCALITY_NODE_LOCAL)
-            : type == NodeType.RACK_LOCAL ? Locality.LOCALITY_RACK_LOCAL : Locality.LOCALITY_OFF_SWITCH;
-        Event started = Event.newBuilder()
-            .setTimestampMs(System.currentTimeMillis())
-            .setDecisionId(response.getDecisionId())
-            .setContainerStarted(ContainerStarted.newBuilder()
-                .setContainerId(container.getId().toString())
-                .setApplicationId(ref.app.getApplicationId().toString())
-                .setNodeId(node.getNodeID().toString())
-                .setAskId(a.getAskId())
-                .setLocality(locality))
-            .build();
-        engineStarts.put(container.getId(), started);
-        engine.report(started);
+        Locality locality = type == NodeType.NODE_LOCAL && a.getLocality() == Locality.LOCALITY_CACHE_LOCAL
+            ? Locality.LOCALITY_CACHE_LOCAL : locality(type);
+        reportStarted(container, ref.app, ref.key, node, locality, response.getDecisionId());
       }
     }
     return null;
   }
 
+  private static Locality locality(NodeType type) {
+    return type == NodeType.NODE_LOCAL ? Locality.LOCALITY_NODE_LOCAL
+        : type == NodeType.RACK_LOCAL ? Locality.LOCALITY_RACK_LOCAL : Locality.LOCALITY_OFF_SWITCH;
+  }
+
   /**
-   * The locality a container of this ask would have on this node by YARN's counts (node-local needs the host and
-   * its rack asked for, as YARN's LocalityAppPlacementAllocator requires), or null when the ask has nothing
-   * outstanding or may not go off-switch (its "*" request has relaxLocality false while it names places).
+   * ContainerStarted for every container, engine-placed or native, with YARN's level (or the engine's
+   * CACHE_LOCAL); an engine that knows the job's blocks relabels it with the read level (policy_engine/labels.py).
+   */
+  private void reportStarted(Container container, RlAppAttempt app, SchedulerRequestKey key, FiCaSchedulerNode node,
+      Locality locality, String decisionId) {
+    if (engine == null) {
+      return;
+    }
+    Event started = Event.newBuilder()
+        .setTimestampMs(System.currentTimeMillis())
+        .setDecisionId(decisionId)
+        .setContainerStarted(ContainerStarted.newBuilder()
+            .setContainerId(container.getId().toString())
+            .setApplicationId(app.getApplicationId().toString())
+            .setNodeId(node.getNodeID().toString())
+            .setAskId(Snapshots.askId(app, key))
+            .setLocality(locality))
+        .build();
+    startedEvents.put(container.getId(), started);
+    engine.report(started);
+  }
+
+  /**
+   * The locality a container of this ask would have on this node by YARN's counts and relaxLocality flags
+   * ({@link LocalityRules}), or null when it may not go there.
    */
   private static NodeType localityOn(RlAppAttempt app, SchedulerRequestKey key, FiCaSchedulerNode node) {
-    if (app.getPendingAsk(key, ResourceRequest.ANY).getCount() <= 0) {
+    return localityOn(app, key, node, app.getPendingAsk(key, node.getNodeName()).getCount(),
+        app.getPendingAsk(key, node.getRackName()).getCount());
+  }
+
+  private static NodeType localityOn(RlAppAttempt app, SchedulerRequestKey key, FiCaSchedulerNode node, int host,
+      int rack) {
+    int any = app.getPendingAsk(key, ResourceRequest.ANY).getCount();
+    if (any <= 0) {
       return null;
-    }
-    int host = app.getPendingAsk(key, node.getNodeName()).getCount();
-    int rack = app.getPendingAsk(key, node.getRackName()).getCount();
-    if (host > 0 && rack > 0) {
-      return NodeType.NODE_LOCAL;
-    }
-    if (rack > 0) {
-      return NodeType.RACK_LOCAL;
     }
     AppPlacementAllocator<?> placement = app.getAppSchedulingInfo().getAppPlacementAllocator(key);
     if (placement == null) {
       return null;
     }
-    Map<String, ResourceRequest> requests = placement.getResourceRequests();
-    ResourceRequest any = requests.get(ResourceRequest.ANY);
-    if (requests.size() > 1 && any != null && !any.getRelaxLocality()) {
-      return null;
-    }
-    return NodeType.OFF_SWITCH;
+    return LocalityRules.allowed(placement.getResourceRequests(), any, host, rack, node.getRackName());
   }
 
   @Override

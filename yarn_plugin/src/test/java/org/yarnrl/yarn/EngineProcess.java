@@ -28,7 +28,7 @@ import java.util.regex.Pattern;
 final class EngineProcess implements AutoCloseable {
   final int port;
   final int metricsPort;
-  private final String policy;
+  private String policy;
   private final Path log;
   private Process process;
 
@@ -39,11 +39,21 @@ final class EngineProcess implements AutoCloseable {
     this.log = log;
   }
 
+  /**
+   * A free port below Linux's ephemeral range (32768-60999): the engine may start after a mini cluster whose many
+   * servers bind ephemeral ports, so a port picked there before the boot may be taken by then.
+   */
   static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      s.setReuseAddress(true);
-      return s.getLocalPort();
+    java.util.Random rng = new java.util.Random();
+    for (int i = 0; i < 200; i++) {
+      int port = 20000 + rng.nextInt(12000);
+      try (ServerSocket s = new ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+        return port;
+      } catch (IOException e) {
+        // taken: try another
+      }
     }
+    throw new IOException("no free TCP port in 20000-32000");
   }
 
   static String python() {
@@ -53,6 +63,22 @@ final class EngineProcess implements AutoCloseable {
           + " pass -Dyarnrl.python=PATH)");
     }
     return py;
+  }
+
+  /** The policy the next {@link #start} serves (same address: the scheduler keeps asking it). */
+  synchronized void usePolicy(String policy) {
+    this.policy = policy;
+  }
+
+  /** Stop gracefully (SIGTERM: a learning policy saves its table). */
+  synchronized void stop() throws InterruptedException {
+    if (process != null && process.isAlive()) {
+      process.destroy();
+      if (!process.waitFor(30, TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+      }
+    }
   }
 
   String address() {

@@ -107,7 +107,7 @@ final class MiniHadoop implements AutoCloseable {
     Configuration hconf = new HdfsConfiguration();
     hconf.setInt(DFSConfigKeys.DFS_REPLICATION_KEY, 2);
     hconf.setLong(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, 1024 * 1024);
-    hconf.setLong(DFSConfigKeys.DFS_DATANODE_MAX_LOCKED_MEMORY_KEY, 64L * 1024 * 1024);
+    hconf.setLong(DFSConfigKeys.DFS_DATANODE_MAX_LOCKED_MEMORY_KEY, 256L * 1024 * 1024); // no real mlock (NoMlock)
     hconf.setLong(DFSConfigKeys.DFS_NAMENODE_PATH_BASED_CACHE_REFRESH_INTERVAL_MS, 100);
     hconf.setLong(DFSConfigKeys.DFS_CACHEREPORT_INTERVAL_MSEC_KEY, 500);
     hconf.setLong(DFSConfigKeys.DFS_HEARTBEAT_INTERVAL_KEY, 1);
@@ -226,6 +226,11 @@ final class MiniHadoop implements AutoCloseable {
 
   /** Cache one file in the centralized cache and wait until a DataNode reports a cached replica of each block. */
   void cache(org.apache.hadoop.fs.Path file) throws Exception {
+    cache(file, (short) 1);
+  }
+
+  /** Cache one file with this many cached replicas per block and wait until the DataNodes report them all. */
+  void cache(org.apache.hadoop.fs.Path file, short replication) throws Exception {
     DistributedFileSystem fs = fs();
     try {
       fs.addCachePool(new CachePoolInfo("yarnrl"));
@@ -235,14 +240,14 @@ final class MiniHadoop implements AutoCloseable {
       }
     }
     fs.addCacheDirective(new CacheDirectiveInfo.Builder().setPath(file).setPool("yarnrl")
-        .setReplication((short) 1).build());
+        .setReplication(replication).build());
     long until = System.currentTimeMillis() + 60_000;
     while (System.currentTimeMillis() < until) {
       FileStatus st = fs.getFileStatus(file);
       BlockLocation[] blocks = fs.getFileBlockLocations(st, 0, st.getLen());
       boolean all = blocks.length > 0;
       for (BlockLocation b : blocks) {
-        all &= b.getCachedHosts().length > 0;
+        all &= b.getCachedHosts().length >= Math.min(replication, b.getHosts().length);
       }
       if (all) {
         return;

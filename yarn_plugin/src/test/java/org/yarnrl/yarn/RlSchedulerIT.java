@@ -153,13 +153,15 @@ class RlSchedulerIT {
     assertEquals(javaDecisions, (long) jmx.getAttribute(bean, "EngineDecisions"));
     assertEquals("CLOSED", jmx.getAttribute(bean, "BreakerState"));
     assertTrue(engineDecisions >= javaDecisions, engineDecisions + " engine-side vs " + javaDecisions);
-    // each container the engine placed comes back to it as a ContainerStarted event (sent asynchronously)
+    // each container, placed by the engine or natively, comes back to it as a ContainerStarted event (sent
+    // asynchronously)
+    long allContainers = javaContainers + metrics.getNativeContainers();
     double started = 0;
-    for (int i = 0; i < 50 && started < javaContainers; i++) {
+    for (int i = 0; i < 50 && started < allContainers; i++) {
       started = engine.metric("yarnrl_report_events_total", "kind=\"container_started\"");
       Thread.sleep(100);
     }
-    assertEquals(javaContainers, (long) started, metrics.toString());
+    assertEquals(allContainers, (long) started, metrics.toString());
     double finished = engine.metric("yarnrl_report_events_total", "kind=\"container_finished\"");
     // an application is removed from the scheduler (JobFinished) a few seconds after its client saw it finish
     double jobsFinished = 0;

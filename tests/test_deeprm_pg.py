@@ -1,0 +1,268 @@
+"""DeepRM-PG (seed 003): the rendered state, the time-dependent baseline, the served policy (in-process == gRPC,
+refusing foreign or damaged models), and `emulator train --algo deeprm-pg` end to end (it learns, resume is
+bit-identical)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import numpy as np
+import pytest
+
+from emulator.deeprm import DeepRMConfig, DeepRMSimulation
+from emulator.learners.deeprm_pg import Rollout, advantages, play, returns_to_go, sim_state
+from emulator.scenario import get_scenario
+from policy_engine.artifact import ArtifactError, load_artifact, save_artifact
+from policy_engine.features.deeprm import ImageSpec, image, render, since_newest_ask
+from policy_engine.policies.deeprm_pg import DeepRMPgPolicy, PolicyNetwork, action_probs
+
+
+def test_rendered_state_is_the_image_the_policy_sees():
+    """The learner renders states from the simulator; the served policy from the observation: same image."""
+    spec = ImageSpec()
+    rng = np.random.default_rng(0)
+    seen = 0
+    for seed in range(3):
+        sim = DeepRMSimulation(DeepRMConfig(load=0.9, simu_len=60), seed)
+        while not sim.done:
+            for j, _ in sim.waiting():
+                if sim.fits(j) and rng.random() < 0.4:
+                    sim.start_job(j)
+            obs = sim.observe()
+            used, slot_len, slot_dem, backlog, since = sim_state(sim, spec)
+            assert since == since_newest_ask(obs, spec) or not obs.asks
+            batch = render(used[None], slot_len[None], slot_dem[None], np.array([backlog]), np.array([since]), spec)
+            np.testing.assert_array_equal(batch[0], image(obs, spec, since))
+            seen += int(batch[0][:, :-1].any())
+            sim.advance()
+    assert seen > 100
+
+
+def test_returns_and_time_dependent_baseline():
+    np.testing.assert_allclose(returns_to_go(np.array([-1.0, -2.0, -3.0]), 1.0), [-6, -5, -3])
+    np.testing.assert_allclose(returns_to_go(np.array([-1.0, -2.0, -3.0]), 0.5), [-1 - 1 - 0.75, -2 - 1.5, -3])
+
+    def rollout(rewards, steps):
+        d = len(steps)
+        return Rollout(np.zeros((d, 20, 2)), np.zeros((d, 10)), np.zeros((d, 10, 2)), np.zeros(d), np.zeros(d),
+                       np.ones((d, 11), bool), np.zeros(d, np.int64), np.array(steps), np.array(rewards, float), 1.0)
+
+    a = rollout([-1.0, -1.0, -1.0], [0, 0, 2])   # returns from step 0, 1, 2: -3, -2, -1
+    b = rollout([-2.0, -2.0], [0, 1])            # -4, -2 (and 0 from step 2 on: the rollout is over)
+    adv_a, adv_b = advantages([a, b], 1.0, "time")
+    # b_t = mean over both rollouts at time step t: -3.5, -2, -0.5
+    np.testing.assert_allclose(adv_a, [-3 + 3.5, -3 + 3.5, -1 + 0.5])
+    np.testing.assert_allclose(adv_b, [-4 + 3.5, -2 + 2])
+    # "step" (DeepRM's code): indexed by decision: a's returns -3, -3, -1; b's -4, -2 -> b_k = -3.5, -2.5, -0.5
+    adv_a, adv_b = advantages([a, b], 1.0, "step")
+    np.testing.assert_allclose(adv_a, [0.5, -0.5, -0.5])
+    np.testing.assert_allclose(adv_b, [-0.5, 0.5])
+
+
+def test_masked_action_probabilities():
+    p = action_probs(np.array([3.0, 1.0, 0.0]), np.array([False, True, True]))
+    assert p[0] == 0 and p[1:].sum() == pytest.approx(1) and p[1] > p[2]
+    assert action_probs(np.array([0.0, 0.0]), None).tolist() == [0.5, 0.5]
+
+
+# ---------------------------------------------------------------- the served policy
+
+
+def _tensors(seed=0, hidden=(8,), spec=ImageSpec()):
+    rng = np.random.default_rng(seed)
+    sizes = [spec.time_horizon * spec.width, *hidden, spec.num_slots + 1]
+    t = {}
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        t[f"fc.{i}.weight"] = rng.normal(0, 1 / np.sqrt(a), (b, a)).astype(np.float32)
+        t[f"fc.{i}.bias"] = rng.normal(0, 0.1, b).astype(np.float32)
+    t[f"fc.{len(sizes) - 2}.bias"][-1] = -2.0   # prefer starting jobs, so episodes end quickly
+    return t
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("deeprm-pg") / "m.safetensors"
+    save_artifact(path, _tensors(), {"policy": "deeprm-pg", "image_spec": {}, "mask_invalid": True})
+    return path
+
+
+def test_served_policy_is_the_learners_greedy_policy(model_file):
+    """Whole scenario episodes with `deeprm-pg` give exactly the learner's greedy rollouts (what validation plays)."""
+    from emulator.drivers import InProcessDriver
+
+    sc = get_scenario("deeprm", load=0.8)
+    tensors, _ = load_artifact(model_file)
+    driver = InProcessDriver(DeepRMPgPolicy(model=model_file))
+    for seed in range(4):
+        m = sc.run_episode(driver, seed)
+        r = play(sc.config, seed, PolicyNetwork(tensors), None, True, 5000)
+        assert m["slowdown"] == pytest.approx(r.slowdown, abs=1e-12) and len(r.action) > 10
+
+
+def test_policy_refuses_foreign_and_damaged_models(model_file, tmp_path):
+    other = tmp_path / "other.safetensors"
+    save_artifact(other, _tensors(), {"policy": "rl-fc"})
+    with pytest.raises(ArtifactError, match="for policy 'rl-fc'"):
+        DeepRMPgPolicy(model=other)
+    wrong = tmp_path / "wrong.safetensors"
+    save_artifact(wrong, _tensors(spec=ImageSpec(num_slots=5)), {"policy": "deeprm-pg"})
+    with pytest.raises(ArtifactError, match="inputs"):
+        DeepRMPgPolicy(model=wrong)
+    nan = _tensors()
+    nan["fc.0.weight"][0, 0] = np.nan
+    bad = tmp_path / "nan.safetensors"
+    save_artifact(bad, nan, {"policy": "deeprm-pg"})
+    with pytest.raises(ArtifactError, match="NaN"):
+        DeepRMPgPolicy(model=bad)
+    data = bytearray(model_file.read_bytes())
+    data[-5] ^= 0xFF
+    tampered = tmp_path / "tampered.safetensors"
+    tampered.write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match="checksum"):
+        DeepRMPgPolicy(model=tampered)
+    tampered.write_bytes(model_file.read_bytes()[:100])
+    with pytest.raises(ArtifactError, match="truncated or corrupt"):
+        DeepRMPgPolicy(model=tampered)
+    # a scenario with another number of job slots than the model was trained for
+    sim = DeepRMSimulation(DeepRMConfig(spec=ImageSpec(num_slots=5), job_rate=1.0, simu_len=10), 0)
+    sim.advance()
+    with pytest.raises(ValueError, match="trained for 10 job slots"):
+        DeepRMPgPolicy(model=model_file).schedule(sim.observe())
+
+
+def test_remote_episodes_match_in_process(model_file):
+    """`deeprm-pg` behind a real `policy-engine serve` (gRPC on loopback) plays the in-process episodes."""
+    from emulator.evaluate import compare
+
+    sc = get_scenario("deeprm", load=0.75, simu_len=40)
+    models = {"deeprm-pg": str(model_file)}
+    local = compare(sc, ["deeprm-pg"], 3, 11, models=models, progress=False)
+    remote = compare(sc, ["deeprm-pg"], 3, 11, models=models, remote="spawn", progress=False)
+    assert local["policies"] == remote["policies"]
+    assert local["policies"]["deeprm-pg"]["jobs"]["mean"] > 20
+
+
+# ---------------------------------------------------------------- training end to end
+
+TINY = ["--param", "simu_len=30", "--set", "jobsets=2", "--set", "rollouts=6", "--set", "hidden=16",
+        "--set", "eval_every=3", "--set", "eval_episodes=6", "--set", "checkpoint_every=3", "--set", "lr=0.01"]
+
+
+def _train(out, iterations, *extra):
+    from emulator.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["train", "--scenario", "deeprm", "--algo", "deeprm-pg", "--episodes", str(iterations),
+                     "--seed", "5", "--out", str(out), "--no-progress", *TINY, *extra]) == 0
+    return json.loads(buf.getvalue().strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("deeprm-pg-run")
+    return out, _train(out, 6)
+
+
+def test_short_training_run_learns_and_beats_random(tiny_run):
+    from emulator.evaluate import run_policy
+
+    out, summary = tiny_run
+    assert summary["iterations"] == 6
+    for name in ("model.safetensors", "best-model.safetensors", "checkpoint.pt", "learning-curve.json",
+                 "learning-curve.png"):
+        assert (out / name).stat().st_size > 0, name
+    curve = json.loads((out / "learning-curve.json").read_text())
+    ev = curve["evaluations"]
+    assert [r["iteration"] for r in ev] == [0, 3, 6]
+    assert [r["iteration"] for r in curve["iterations"]] == list(range(1, 7))
+    assert all(r["reward"] < 0 and r["decisions"] > 0 for r in curve["iterations"])
+    # REINFORCE improved the policy: the trained greedy policy beats the untrained one and DeepRM's random agent
+    sc = get_scenario("deeprm", simu_len=30)
+    seeds = 900_000
+    rnd = np.mean([e["slowdown"] for e in run_policy(sc, "deeprm-random", 6, seeds, progress=False)])
+    assert ev[-1]["slowdown"] < ev[0]["slowdown"]
+    assert ev[-1]["slowdown"] < rnd, (ev, rnd)
+    # ... and so does the stochastic policy it samples from (the untrained one: near uniform over the actions)
+    import torch
+
+    from emulator.learners.deeprm_pg import make_network, network_tensors
+
+    torch.manual_seed(5)   # the run's seed: its initial network
+    before = PolicyNetwork(network_tensors(make_network(20 * 244, 11, (16,))))
+    after = PolicyNetwork(load_artifact(out / "model.safetensors")[0])
+    sampled = {name: np.mean([play(sc.config, seeds + k, net, np.random.default_rng([k, r]), True, 1000).slowdown
+                              for k in range(6) for r in range(5)]) for name, net in (("before", before),
+                                                                                     ("after", after))}
+    assert sampled["after"] < 0.85 * sampled["before"], sampled
+    tensors, meta = load_artifact(out / "model.safetensors", policy="deeprm-pg")
+    assert tensors["fc.0.weight"].shape == (16, 20 * 244) and tensors["fc.1.weight"].shape == (11, 16)
+    assert meta["seed"] == 5 and meta["iterations_trained"] == 6 and meta["hyperparameters"]["rollouts"] == 6
+    assert meta["image_spec"]["num_slots"] == 10 and meta["mask_invalid"] is True
+    assert meta["code_version"] and meta["checksum"] == summary["checksum"]
+    assert set(meta["baselines_validation"]) == {"sjf", "packer"}
+    # the served policy on the validation job sets reproduces the validation number
+    served = run_policy(sc, "deeprm-pg", 6, seeds, model=str(out / "model.safetensors"), progress=False)
+    assert np.mean([e["slowdown"] for e in served]) == pytest.approx(ev[-1]["slowdown"], rel=1e-12)
+    with pytest.raises(SystemExit, match="--resume"):
+        _train(out, 6)
+
+
+def test_resume_is_bit_identical(tiny_run, tmp_path, monkeypatch):
+    from emulator.learners import deeprm_pg
+
+    straight_dir, straight = tiny_run
+    run = deeprm_pg.DeepRMPgTrainer.run_iteration
+
+    def killed_after_three(self):
+        if self.iteration == 3:
+            raise KeyboardInterrupt   # the process dies after the checkpoint of iteration 3
+        return run(self)
+
+    monkeypatch.setattr(deeprm_pg.DeepRMPgTrainer, "run_iteration", killed_after_three)
+    with pytest.raises(KeyboardInterrupt):
+        _train(tmp_path, 6)
+    monkeypatch.setattr(deeprm_pg.DeepRMPgTrainer, "run_iteration", run)
+    with pytest.raises(SystemExit, match="other hyper-parameters"):
+        _train(tmp_path, 6, "--resume", "--set", "rollouts=8")
+    resumed = _train(tmp_path, 6, "--resume")
+    a, _ = load_artifact(straight_dir / "model.safetensors")
+    b, _ = load_artifact(tmp_path / "model.safetensors")
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+    assert resumed["checksum"] == straight["checksum"] and resumed["final"] == straight["final"]
+    ca = json.loads((straight_dir / "learning-curve.json").read_text())
+    cb = json.loads((tmp_path / "learning-curve.json").read_text())
+    strip = lambda rows: [{k: v for k, v in r.items() if "seconds" not in k} for r in rows]
+    assert strip(ca["iterations"]) == strip(cb["iterations"])
+    assert strip(ca["evaluations"]) == strip(cb["evaluations"])
+
+
+def test_bad_options_and_scenarios_are_refused(tmp_path):
+    with pytest.raises(SystemExit, match="unknown deeprm-pg hyper-parameter"):
+        _train(tmp_path / "a", 1, "--set", "gamma=0.9")
+    with pytest.raises(SystemExit, match="rollouts must be >= 2"):
+        _train(tmp_path / "b", 1, "--set", "rollouts=1")
+    from emulator.training import train
+
+    with pytest.raises(ValueError, match="deeprm scenario"):
+        train("deeprm-pg", get_scenario("multicluster-uniform"), 1, 0, tmp_path / "c", progress=False)
+
+
+def test_sampling_policy_is_a_pure_function_of_the_request(model_file):
+    sim = DeepRMSimulation(DeepRMConfig(job_rate=1.0, simu_len=20), 3)
+    for _ in range(12):
+        sim.advance()
+    obs = sim.observe()
+    greedy = DeepRMPgPolicy(model=model_file).schedule(obs)
+    sampler = DeepRMPgPolicy(model=model_file, sample="true")
+    answers = []
+    for i in range(30):
+        obs.request_id = f"r{i}"
+        d = sampler.schedule(obs)
+        assert d == sampler.schedule(obs)           # the same request: the same draws
+        answers.append(tuple(a.ask_id for a in d.assignments))
+    assert len(set(answers)) > 1 and all(answers)   # it draws; a fitting job is always started first here
+    assert greedy == DeepRMPgPolicy(model=model_file).schedule(obs)
