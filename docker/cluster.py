@@ -486,7 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="policy setting (repeatable)")
     up.add_argument("--no-engine", action="store_true", help="RlScheduler without an engine (native FIFO)")
     up.add_argument("--workers", type=int, default=4, help="worker hosts, each a DataNode + NodeManager (default 4)")
-    up.add_argument("--timeout", type=float, default=300, help="seconds to wait for the cluster (default 300)")
+    up.add_argument("--timeout", type=float, default=600,
+                    help="seconds to wait for the cluster (default 600: 10 JVMs start on a loaded 2-core machine in 3-6 min)")
     for opt, default in (("--nn-port", NN_HTTP_PORT), ("--rm-port", RM_HTTP_PORT),
                          ("--metrics-port", ENGINE_METRICS_PORT), ("--grpc-port", ENGINE_GRPC_PORT)):
         up.add_argument(opt, type=int, default=default, help=f"host port on 127.0.0.1 (default {default}; 0 = any)")

@@ -49,7 +49,7 @@ def cluster(docker_engine):
     cl = docker_cluster.Cluster(spec)
     t = time.monotonic()
     try:
-        cl.up(timeout=420, build=False)
+        cl.up(timeout=600, build=False)
         cl.boot_seconds = time.monotonic() - t
         cl.build_seconds = build_s
         cl.images_built = [r.image for r in built if not r.cached]
