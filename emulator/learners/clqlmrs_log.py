@@ -24,7 +24,6 @@ import numpy as np
 from emulator.learners import common
 from emulator.learners.clqlmrs import _TRAINED, MODEL_FILE, _config, evaluate
 from emulator.scenario import Scenario
-from policy_engine.clqlmrs import POLICY_NAME
 from policy_engine.clqlmrs.encoding import (
     PLACE,
     WAIT,

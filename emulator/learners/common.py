@@ -89,3 +89,50 @@ def plot_learning_curve(path: Path, history: Sequence[dict[str, Any]], series: S
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def run_episodes(trainer: Any, cfg: Any, desc: str, validation: tuple[str, str, str], enabled: bool = True) -> None:
+    """The episode loop RL-FC and RL-LSFC share: run episodes up to `cfg.episodes`, evaluate every
+    `cfg.eval_every`, checkpoint and redraw the curve every `cfg.checkpoint_every`, time training and wall clock, and
+    end on an evaluation of the last episode. `validation` = (progress-bar label, metric key, format) of the metric
+    shown from the latest evaluation."""
+    import time
+
+    label, key, fmt = validation
+    bar = progress(cfg.episodes, trainer.episode, desc, enabled=enabled)
+    last_eval = trainer.curve[-1] if trainer.curve else None
+    while trainer.episode < cfg.episodes:
+        t0 = time.perf_counter()
+        row = trainer.run_episode()
+        trainer.train_seconds += time.perf_counter() - t0
+        ep = trainer.episode
+        if ep % cfg.eval_every == 0 or ep == cfg.episodes:
+            last_eval = trainer.evaluate()
+        trainer.wall_seconds += time.perf_counter() - t0
+        if ep % cfg.checkpoint_every == 0 and ep < cfg.episodes:
+            trainer.checkpoint()
+            trainer.write_curve(plot=trainer.plot_due())
+        post = {"eps1": f"{row['eps1']:.3f}", "tmdl": f"{row['tmdl']:.0f}"}
+        if row["loss"] is not None:
+            post["loss"] = f"{row['loss']:.4f}"
+        if last_eval:
+            post[label] = format(last_eval[key], fmt)
+        bar.set_postfix(post)
+        bar.update(1)
+    bar.close()
+    if not trainer.curve or trainer.curve[-1]["episode"] != trainer.episode:
+        t0 = time.perf_counter()
+        trainer.evaluate()
+        trainer.wall_seconds += time.perf_counter() - t0
+
+
+def prepare_out(out: Path, checkpoint: str, resume: bool) -> Path:
+    """Create `out` and return its checkpoint path; refuse to overwrite a run without --resume, or to resume none."""
+    out.mkdir(parents=True, exist_ok=True)
+    ckpt = out / checkpoint
+    if ckpt.exists() and not resume:
+        raise ValueError(f"{out} already holds a training run ({checkpoint}); pass --resume to continue it or "
+                         f"choose another --out")
+    if resume and not ckpt.exists():
+        raise ValueError(f"--resume: no {checkpoint} in {out}")
+    return ckpt

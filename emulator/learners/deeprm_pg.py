@@ -593,13 +593,7 @@ def train_deeprm_pg(scenario: Scenario, episodes: int | None, seed: int, out: Pa
                     progress: bool = True, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """`emulator train --algo deeprm-pg`: iterations of REINFORCE, evaluations, checkpoints, the artifact."""
     cfg = DeepRMPgConfig.from_options(dict(options or {}), iterations=episodes)
-    out.mkdir(parents=True, exist_ok=True)
-    ckpt = out / CHECKPOINT
-    if ckpt.exists() and not resume:
-        raise ValueError(f"{out} already holds a training run ({CHECKPOINT}); pass --resume to continue it or "
-                         f"choose another --out")
-    if resume and not ckpt.exists():
-        raise ValueError(f"--resume: no {CHECKPOINT} in {out}")
+    ckpt = common.prepare_out(out, CHECKPOINT, resume)
     started = time.perf_counter()
     trainer = DeepRMPgTrainer(scenario, cfg, seed, out)
     if resume:

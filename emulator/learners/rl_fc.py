@@ -579,13 +579,7 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
                 progress: bool = True, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """`emulator train --algo rl-fc`: train, evaluate, checkpoint; write the model artifact and learning curve."""
     cfg = RlFcConfig.from_options(dict(options or {}), episodes=episodes)
-    out.mkdir(parents=True, exist_ok=True)
-    ckpt = out / CHECKPOINT
-    if ckpt.exists() and not resume:
-        raise ValueError(f"{out} already holds a training run ({CHECKPOINT}); pass --resume to continue it or "
-                         f"choose another --out")
-    if resume and not ckpt.exists():
-        raise ValueError(f"--resume: no {CHECKPOINT} in {out}")
+    ckpt = common.prepare_out(out, CHECKPOINT, resume)
     started = time.perf_counter()
     trainer = RlFcTrainer(scenario, cfg, seed, out)
     if resume:
@@ -594,31 +588,7 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
         trainer.ensure_network()
     trainer.evaluate_baselines()
     trainer.wall_seconds += time.perf_counter() - started
-    bar = common.progress(cfg.episodes, trainer.episode, f"rl-fc {scenario.name}", enabled=progress)
-    last_eval = trainer.curve[-1] if trainer.curve else None
-    while trainer.episode < cfg.episodes:
-        t0 = time.perf_counter()
-        row = trainer.run_episode()
-        trainer.train_seconds += time.perf_counter() - t0
-        ep = trainer.episode
-        if ep % cfg.eval_every == 0 or ep == cfg.episodes:
-            last_eval = trainer.evaluate()
-        trainer.wall_seconds += time.perf_counter() - t0
-        if ep % cfg.checkpoint_every == 0 and ep < cfg.episodes:
-            trainer.checkpoint()
-            trainer.write_curve(plot=trainer.plot_due())
-        post = {"eps1": f"{row['eps1']:.3f}", "tmdl": f"{row['tmdl']:.0f}"}
-        if row["loss"] is not None:
-            post["loss"] = f"{row['loss']:.4f}"
-        if last_eval:
-            post["val_eval"] = f"{last_eval['eval_app']:.4f}"
-        bar.set_postfix(post)
-        bar.update(1)
-    bar.close()
-    if not trainer.curve or trainer.curve[-1]["episode"] != trainer.episode:
-        t0 = time.perf_counter()
-        trainer.evaluate()
-        trainer.wall_seconds += time.perf_counter() - t0
+    common.run_episodes(trainer, cfg, f"rl-fc {scenario.name}", ("val_eval", "eval_app", ".4f"), enabled=progress)
     final = trainer.curve[-1]
     checksum = trainer.save_model(out / MODEL, network_tensors(trainer.net),
                                   {k: v for k, v in final.items() if k in SUMMARY_METRICS})
