@@ -27,7 +27,6 @@ Metrics: those of the locality scenarios.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
