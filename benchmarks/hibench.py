@@ -24,6 +24,11 @@ the engine reads the inputs' block and cache locations over WebHDFS.
     make cluster-up POLICY=fifo
     .venv/bin/python benchmarks/hibench.py --cluster docker --workloads wordcount,terasort --profile tiny \\
         --policies fifo,delay
+
+--cluster mini runs the same jobs on the py4j-driven mini cluster of benchmarks/real_locality.py (MiniDFSCluster
+with 4 DataNodes in 2 racks + MiniYARNCluster with RlScheduler in one JVM, a real engine per policy); no Docker:
+
+    .venv/bin/python benchmarks/hibench.py --cluster mini --workloads wordcount --profile tiny --policies fifo,delay
 """
 
 from __future__ import annotations
@@ -167,6 +172,95 @@ class DockerTarget:
         if spec.engine and (spec.policy, spec.policy_settings) != (self.original_policy, self.original_settings):
             self.cluster.start_engine(self.original_policy, self.original_settings)
 
+    def prepare(self, workload: str, size: int, inp: str) -> int:
+        """HiBench's prepare step; returns the input's bytes (HiBench's dir_size)."""
+        self.sh(["hdfs", "dfs", "-rm", "-r", "-f", "-skipTrash", inp], timeout=120)
+        self.sh(prepare_command(workload, size, inp, self.dc.EXAMPLES_JAR))
+        return self.input_bytes(inp)
+
+    def run(self, workload: str, inp: str, out: str) -> tuple[bool, float, dict, str]:
+        """One HiBench job: (succeeded, duration s, MapReduce locality counters, output tail on failure)."""
+        self.sh(["hdfs", "dfs", "-rm", "-r", "-f", "-skipTrash", out], timeout=120)
+        t0 = time.monotonic()
+        rc, output = self.sh(run_command(workload, inp, out, self.dc.EXAMPLES_JAR), check=False)
+        duration = time.monotonic() - t0
+        maps = {"data_local_maps": counter(output, "Data-local map tasks"),
+                "rack_local_maps": counter(output, "Rack-local map tasks"),
+                "launched_maps": counter(output, "Launched map tasks")}
+        return rc == 0, duration, maps, "" if rc == 0 else "\n".join(output.splitlines()[-15:])
+
+    def close(self) -> None:
+        self.restore()
+
+
+class MiniTarget:
+    """The mini cluster of benchmarks/real_locality.py: MiniDFSCluster (4 DataNodes, 2 racks) + MiniYARNCluster with
+    RlScheduler in one JVM driven over py4j, and a real `policy-engine serve --webhdfs` restarted per policy. Its
+    jobs are the same Hadoop example jobs, submitted through the JVM (org.yarnrl.yarn.LocalityLab)."""
+
+    nodes = 4
+
+    def __init__(self, workdir: Path, deadline_ms: int = 50):
+        import shutil
+
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import real_locality as rl
+
+        self.rl = rl
+        rl.build_plugin()
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
+        self.workdir = workdir
+        self.port, self.metrics_port = rl.free_port(), rl.free_port()
+        self.cluster = rl.MiniCluster(workdir, f"127.0.0.1:{self.port}", deadline_ms)
+        self.lab = self.cluster.lab
+        self.lab.setReduces(REDUCES)
+        self.engine = None
+
+    def use_policy(self, policy: str, settings: list[str]) -> None:
+        if self.engine is not None:
+            self.engine.stop()
+        options = [a for kv in settings for a in ("--set", kv)]
+        self.engine = self.rl.Engine(policy, self.port, self.metrics_port, self.lab.webHdfsUrl(),
+                                     self.workdir / f"engine-{policy}.log", options)
+
+    def counters(self) -> dict:
+        m = json.loads(self.lab.pluginMetrics())
+        return {"EngineDecisions": m["engine_decisions"], "EngineContainers": m["engine_containers"],
+                "Fallbacks": m["fallbacks"]}
+
+    def input_bytes(self, path: str) -> int:
+        import urllib.request
+
+        url = f"{self.lab.webHdfsUrl()}/webhdfs/v1{path}?op=GETCONTENTSUMMARY"
+        with urllib.request.urlopen(url, timeout=30) as r:  # HiBench's dir_size: `hadoop fs -du -s`
+            return int(json.load(r)["ContentSummary"]["length"])
+
+    def prepare(self, workload: str, size: int, inp: str) -> int:
+        self.lab.delete(inp)
+        rows_or_bytes = size
+        per_map = size * (100 if workload == "terasort" else 1) / MAPS
+        block = max(1 << 20, -(-int(per_map * 1.25) // (1 << 20)) * (1 << 20))  # one block per map, as HiBench's
+        gen = json.loads(self.lab.teraGen(inp, rows_or_bytes, MAPS, block) if workload == "terasort"
+                         else self.lab.randomText(inp, rows_or_bytes, MAPS, block))
+        if not gen["succeeded"]:
+            raise RuntimeError(f"preparing {inp} failed: {gen}")
+        return self.input_bytes(inp)
+
+    def run(self, workload: str, inp: str, out: str) -> tuple[bool, float, dict, str]:
+        self.lab.delete(out)
+        t0 = time.monotonic()
+        r = json.loads(self.lab.run(workload, inp, out, f"yarnrl.input={inp}"))
+        duration = time.monotonic() - t0
+        maps = {"data_local_maps": r.get("DATA_LOCAL_MAPS"), "rack_local_maps": r.get("RACK_LOCAL_MAPS"),
+                "launched_maps": r.get("TOTAL_LAUNCHED_MAPS")}
+        return bool(r["succeeded"]), duration, maps, "" if r["succeeded"] else json.dumps(r)[-2000:]
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.stop()
+        self.cluster.close()
+
 
 def _progress(total: int):
     try:
@@ -234,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=1, help="runs of each workload per policy (default 1)")
     ap.add_argument("--report-dir", default=str(ROOT / "report"), help="where hibench.report goes (default report/)")
     ap.add_argument("--job-timeout", type=float, default=1800, help="seconds per Hadoop job (default 1800)")
+    ap.add_argument("--workdir", default=str(ROOT / "yarn_plugin" / "target" / "hibench-mini"),
+                    help="--cluster mini: the mini cluster's directory and logs (default yarn_plugin/target/hibench-mini)")
     args = ap.parse_args(argv)
 
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
@@ -260,21 +356,17 @@ def main(argv: list[str] | None = None) -> int:
         except UnknownPolicy as e:
             ap.error(f"--policies: {e}")
 
-    if args.cluster == "mini":
-        print("error: --cluster mini is not supported yet: the py4j-driven mini cluster is being built for "
-              "benchmarks/real_locality.py (branch `placement`); use --cluster docker (make cluster-up)",
-              file=sys.stderr)
-        return 2
-
     import cluster as docker_cluster
     import images
 
     try:
-        target = DockerTarget(args.name, args.job_timeout)
+        if args.cluster == "mini":
+            target = MiniTarget(Path(args.workdir))
+        else:
+            target = DockerTarget(args.name, args.job_timeout)
     except (images.DockerUnavailable, docker_cluster.ClusterError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    jar = docker_cluster.EXAMPLES_JAR
     report_dir = Path(args.report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     report = report_dir / "hibench.report"
@@ -293,9 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         for w in workloads:
             inp, _ = paths(w)
             step(f"prepare {w}")
-            target.sh(["hdfs", "dfs", "-rm", "-r", "-f", "-skipTrash", inp], timeout=120)
-            target.sh(prepare_command(w, PROFILES[w][args.profile], inp, jar))
-            sizes[w] = target.input_bytes(inp)
+            sizes[w] = target.prepare(w, PROFILES[w][args.profile], inp)
             if bar is not None:
                 bar.update()
         for pol in policies:
@@ -305,14 +395,10 @@ def main(argv: list[str] | None = None) -> int:
                 for w in workloads:
                     inp, out = paths(w)
                     step(f"{pol}: {w}")
-                    target.sh(["hdfs", "dfs", "-rm", "-r", "-f", "-skipTrash", out], timeout=120)
                     before = target.counters()
-                    t0 = time.monotonic()
-                    rc, output = target.sh(run_command(w, inp, out, jar), check=False)
-                    duration = time.monotonic() - t0
+                    ok, duration, maps, error = target.run(w, inp, out)
                     when = dt.datetime.now()
                     after = target.counters()
-                    ok = rc == 0
                     line = report_line(w, sizes[w], duration, target.nodes, when)
                     if ok:  # HiBench writes a line only for a job that succeeded (run_hadoop_job exits otherwise)
                         new = not report.exists()
@@ -324,16 +410,14 @@ def main(argv: list[str] | None = None) -> int:
                     runs.append(Run(
                         workload=w, policy=pol, profile=args.profile, input_bytes=sizes[w],
                         duration_s=round(duration, 3), throughput_bytes_s=tput, succeeded=ok,
-                        data_local_maps=counter(output, "Data-local map tasks"),
-                        rack_local_maps=counter(output, "Rack-local map tasks"),
-                        launched_maps=counter(output, "Launched map tasks"),
+                        **maps,
                         engine_decisions=after["EngineDecisions"] - before["EngineDecisions"],
                         engine_containers=after["EngineContainers"] - before["EngineContainers"],
                         fallbacks=after["Fallbacks"] - before["Fallbacks"],
                         report_line=line if ok else "",
-                        error="" if ok else "\n".join(output.splitlines()[-15:])))
+                        error=error))
                     if not ok:
-                        print(f"\n{pol}/{w} FAILED (exit {rc}):\n{runs[-1].error}", file=sys.stderr)
+                        print(f"\n{pol}/{w} FAILED:\n{runs[-1].error}", file=sys.stderr)
                     if bar is not None:
                         bar.update()
     except (docker_cluster.ClusterError, images.DockerUnavailable) as e:
@@ -343,14 +427,14 @@ def main(argv: list[str] | None = None) -> int:
         if bar is not None:
             bar.close()
         try:
-            target.restore()
-        except Exception as e:  # the runs are what matters; say why the engine was not restored
-            print(f"warning: could not restore the engine's policy {target.original_policy}: {e}", file=sys.stderr)
+            target.close()
+        except Exception as e:  # the runs are what matters; say why the cluster was not left as it was
+            print(f"warning: could not restore the cluster's engine or stop the mini cluster: {e}", file=sys.stderr)
 
     table = write_comparison(runs, policies, report_dir / "hibench-compare.md")
     png = report_dir / "hibench.png"
     write_plot(runs, workloads, policies, args.profile, png)
-    print(f"\nHiBench {args.profile} on the docker cluster ({target.nodes} workers), report {report}:\n")
+    print(f"\nHiBench {args.profile} on the {args.cluster} cluster ({target.nodes} workers), report {report}:\n")
     print(table)
     print(json.dumps({"report": str(report), "table": str(report_dir / "hibench-compare.md"), "png": str(png),
                       "runs": [{k: v for k, v in asdict(r).items() if k not in ("extra",)} for r in runs]}))

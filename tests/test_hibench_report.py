@@ -72,12 +72,6 @@ def test_commands_are_hibenchs():
     assert hibench.PROFILES["wordcount"]["small"] == 320_000_000 and hibench.PROFILES["terasort"]["tiny"] == 32_000
 
 
-def test_mini_cluster_is_refused_with_a_reason():
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "hibench.py"), "--cluster", "mini",
-                        "--workloads", "wordcount", "--policies", "fifo"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "not supported yet" in r.stderr
-
-
 def test_unknown_policy_or_workload_is_refused_before_any_job():
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "hibench.py"), "--policies", "nope"],
                        capture_output=True, text=True, timeout=60)
