@@ -7,6 +7,7 @@ atomically), so a run killed mid-write resumes from the previous checkpoint and 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import tempfile
@@ -136,3 +137,29 @@ def prepare_out(out: Path, checkpoint: str, resume: bool) -> Path:
     if resume and not ckpt.exists():
         raise ValueError(f"--resume: no {checkpoint} in {out}")
     return ckpt
+
+
+def read_torch_checkpoint(path: Path, cfg: Any, resumable: Sequence[str]) -> dict[str, Any]:
+    """A learner's torch checkpoint, loaded without arbitrary code (weights_only), refused with one line when it
+    cannot be read or was trained with other hyper-parameters than `cfg` (those in `resumable` may differ)."""
+    import torch
+
+    try:
+        state = torch.load(path, weights_only=True)  # no arbitrary code from a checkpoint file
+    except Exception as e:
+        raise ValueError(f"checkpoint {path} cannot be read ({type(e).__name__}: {e})") from None
+    saved = {k: (tuple(v) if isinstance(v, list) else v) for k, v in state["config"].items()}
+    differ = [k for k, v in saved.items() if k not in resumable and getattr(cfg, k) != v]
+    if differ:
+        raise ValueError(f"checkpoint {path} was trained with other hyper-parameters ({', '.join(differ)}); "
+                         f"resume with the same --set values")
+    return state
+
+
+def check_numbers(fields: dict[str, Any], values: dict[str, Any]) -> None:
+    """Options whose dataclass default is a number must be finite numbers (a --set typo is not a crash later)."""
+    for k, v in values.items():
+        default = fields[k].default
+        if isinstance(default, (int, float)) and not isinstance(default, bool) and (
+                isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+            raise ValueError(f"{k} takes a finite number (default {default}), not {v!r}")

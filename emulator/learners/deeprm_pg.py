@@ -512,19 +512,11 @@ class DeepRMPgTrainer:
         os.replace(tmp, self.out / CHECKPOINT)
 
     def restore(self, path: Path) -> None:
-        try:
-            state = torch.load(path, weights_only=True)  # no arbitrary code from a checkpoint file
-        except Exception as e:
-            raise ValueError(f"checkpoint {path} cannot be read ({type(e).__name__}: {e})") from None
+        state = common.read_torch_checkpoint(path, self.cfg, RESUMABLE)
         if state["scenario"] != self.scenario.name or state["seed"] != self.seed or \
                 state["scenario_params"] != json.dumps(self.scenario.describe(), sort_keys=True):
             raise ValueError(f"checkpoint {path} is for scenario {state['scenario']} seed {state['seed']} with other "
                              f"parameters, not this run's; resume with the same --scenario, --param and --seed")
-        saved = {k: (tuple(v) if isinstance(v, list) else v) for k, v in state["config"].items()}
-        differ = [k for k, v in saved.items() if k not in RESUMABLE and getattr(self.cfg, k) != v]
-        if differ:
-            raise ValueError(f"checkpoint {path} was trained with other hyper-parameters ({', '.join(differ)}); "
-                             f"resume with the same --set values")
         self.net.load_state_dict(state["net"])
         self.optim.load_state_dict(state["optim"])
         self.iteration = int(state["iteration"])

@@ -118,11 +118,7 @@ class RlFcConfig:
                     if k == "hidden" and not all(str(x).isdigit() for x in v):
                         raise ValueError(f"hidden takes layer sizes like 2000,500, not {values[k]!r}")
                     values[k] = tuple(int(x) for x in v) if k == "hidden" else tuple(v)
-            for k, v in values.items():  # numbers where the defaults are numbers (a --set typo is not a crash later)
-                default = fields[k].default
-                if isinstance(default, (int, float)) and not isinstance(default, bool) and (
-                        isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
-                    raise ValueError(f"{k} takes a finite number (default {default}), not {v!r}")
+            common.check_numbers(fields, values)
             cfg = cls(**values)
             cfg.validate()
         except (ValueError, TypeError) as e:
@@ -485,19 +481,10 @@ class RlFcTrainer:
         os.replace(tmp, self.out / CHECKPOINT)
 
     def restore(self, path: Path) -> None:
-        try:
-            state = torch.load(path, weights_only=True)  # no arbitrary code from a checkpoint file
-        except Exception as e:
-            raise ValueError(f"checkpoint {path} cannot be read ({type(e).__name__}: {e})") from None
+        state = common.read_torch_checkpoint(path, self.cfg, ("episodes", "eval_every", "checkpoint_every", "threads"))
         if state["scenario"] != self.scenario.name or state["seed"] != self.seed:
             raise ValueError(f"checkpoint {path} is for scenario {state['scenario']} seed {state['seed']}, not "
                              f"{self.scenario.name} seed {self.seed}")
-        saved = {k: (tuple(v) if isinstance(v, list) else v) for k, v in state["config"].items()}
-        differ = [k for k, v in saved.items() if k not in ("episodes", "eval_every", "checkpoint_every", "threads")
-                  and getattr(self.cfg, k) != v]
-        if differ:
-            raise ValueError(f"checkpoint {path} was trained with other hyper-parameters ({', '.join(differ)}); "
-                             f"resume with the same --set values")
         self._make_network(state["state_dim"], state["n_actions"])
         self.net.load_state_dict(state["net"])
         self.optim.load_state_dict(state["optim"])

@@ -150,11 +150,7 @@ class RlLsfcConfig:
                         v = [x for x in v.strip("[]()").split(",") if x]
                     v = v if isinstance(v, (list, tuple)) else [v]
                     values[k] = tuple(float(x) for x in v) if k == "weights" else tuple(v)
-            for k, v in values.items():  # numbers where the defaults are numbers (a --set typo is not a crash later)
-                default = fields[k].default
-                if isinstance(default, (int, float)) and not isinstance(default, bool) and (
-                        isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
-                    raise ValueError(f"{k} takes a finite number (default {default}), not {v!r}")
+            common.check_numbers(fields, values)
             cfg = cls(**values)
             cfg.validate()
         except (ValueError, TypeError) as e:
@@ -483,19 +479,10 @@ class RlLsfcTrainer:
         os.replace(tmp, self.out / CHECKPOINT)
 
     def restore(self, path: Path) -> None:
-        try:
-            state = torch.load(path, weights_only=True)  # no arbitrary code from a checkpoint file
-        except Exception as e:
-            raise ValueError(f"checkpoint {path} cannot be read ({type(e).__name__}: {e})") from None
+        state = common.read_torch_checkpoint(path, self.cfg, ("episodes", "eval_every", "checkpoint_every", "threads"))
         if state["scenario"] != self.scenario.name or state["seed"] != self.seed:
             raise ValueError(f"checkpoint {path} is for scenario {state['scenario']} seed {state['seed']}, not "
                              f"{self.scenario.name} seed {self.seed}")
-        saved = {k: (tuple(v) if isinstance(v, list) else v) for k, v in state["config"].items()}
-        differ = [k for k, v in saved.items() if k not in ("episodes", "eval_every", "checkpoint_every", "threads")
-                  and getattr(self.cfg, k) != v]
-        if differ:
-            raise ValueError(f"checkpoint {path} was trained with other hyper-parameters ({', '.join(differ)}); "
-                             f"resume with the same --set values")
         self.net.load_state_dict(state["net"])
         self.optim.load_state_dict(state["optim"])
         self.buffer.load_state_dict({k: v.numpy() for k, v in state["buffer"].items()})
