@@ -58,6 +58,10 @@ class EngineClient implements AutoCloseable {
   private int consecutiveFailures;
   private long openUntil;
 
+  /** Tries per Report batch while the engine answers UNAVAILABLE (200 + 400 ms of backoff in all). */
+  static final int REPORT_ATTEMPTS = 3;
+  static final long REPORT_RETRY_BACKOFF_MILLIS = 200;
+
   private final BlockingQueue<Event> pendingEvents;
   private final Thread reporter;
   private final long reportIntervalMillis;
@@ -160,18 +164,36 @@ class EngineClient implements AutoCloseable {
         }
         batch.add(first);
         pendingEvents.drainTo(batch, 1023);
-        stub.withDeadlineAfter(Math.max(1000, deadlineMillis), TimeUnit.MILLISECONDS)
-            .report(ReportRequest.newBuilder().addAllEvents(batch).build());
-        metrics.reportEventsSent.add(batch.size());
+        sendWithRetry(batch);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return;
-      } catch (StatusRuntimeException e) {
-        // feedback is best effort: an engine that is down loses these events, scheduling is unaffected
-        metrics.reportFailures.increment();
-        metrics.reportEventsDropped.add(batch.size());
       } finally {
         batch.clear();
+      }
+    }
+  }
+
+  /**
+   * Sends one batch. An UNAVAILABLE engine (still connecting, restarting) gets a few more tries with a short backoff,
+   * so a blip does not cost the learner its feedback; after that the batch is dropped and counted.
+   */
+  private void sendWithRetry(List<Event> batch) throws InterruptedException {
+    ReportRequest request = ReportRequest.newBuilder().addAllEvents(batch).build();
+    for (int attempt = 1; ; attempt++) {
+      try {
+        stub.withDeadlineAfter(Math.max(1000, deadlineMillis), TimeUnit.MILLISECONDS).report(request);
+        metrics.reportEventsSent.add(batch.size());
+        return;
+      } catch (StatusRuntimeException e) {
+        boolean transient_ = e.getStatus().getCode() == Status.Code.UNAVAILABLE;
+        if (!transient_ || attempt >= REPORT_ATTEMPTS || closed) {
+          // feedback is best effort: an engine that stays down loses these events, scheduling is unaffected
+          metrics.reportFailures.increment();
+          metrics.reportEventsDropped.add(batch.size());
+          return;
+        }
+        Thread.sleep(REPORT_RETRY_BACKOFF_MILLIS * attempt);
       }
     }
   }

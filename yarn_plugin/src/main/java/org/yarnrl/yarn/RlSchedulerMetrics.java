@@ -122,6 +122,6 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
         + getNativeContainers() + " fallbacks=" + getFallbacks() + " (timeout=" + getFallbacksTimeout()
         + " unavailable=" + getFallbacksUnavailable() + " error=" + getFallbacksError() + " invalid="
         + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + ") reportEventsSent="
-        + getReportEventsSent() + " breaker=" + getBreakerState();
+        + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState();
   }
 }

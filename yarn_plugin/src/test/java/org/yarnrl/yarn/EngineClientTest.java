@@ -138,4 +138,34 @@ class EngineClientTest {
       assertEquals(1, metrics.getReportEventsDropped());
     }
   }
+
+  @Test
+  void aReportBatchSurvivesABriefUnavailableEngine() throws Exception {
+    AtomicInteger calls = new AtomicInteger();
+    AtomicInteger received = new AtomicInteger();
+    String address = serve(new PolicyEngineGrpc.PolicyEngineImplBase() {
+      @Override
+      public void report(ReportRequest req, StreamObserver<ReportResponse> out) {
+        if (calls.incrementAndGet() == 1) {
+          out.onError(io.grpc.Status.UNAVAILABLE.withDescription("restarting").asRuntimeException());
+          return;
+        }
+        received.addAndGet(req.getEventsCount());
+        out.onNext(ReportResponse.getDefaultInstance());
+        out.onCompleted();
+      }
+    });
+    try (EngineClient c = client(address, 50)) {
+      c.report(org.yarnrl.v1.Event.newBuilder().setTimestampMs(1).build());
+      c.report(org.yarnrl.v1.Event.newBuilder().setTimestampMs(2).build());
+      for (int i = 0; i < 200 && metrics.getReportEventsSent() < 2; i++) {
+        Thread.sleep(20);
+      }
+      assertTrue(calls.get() >= 2, "calls " + calls.get());
+      assertEquals(2, received.get());
+      assertEquals(2, metrics.getReportEventsSent());
+      assertEquals(0, metrics.getReportEventsDropped());
+      assertEquals(0, metrics.getReportFailures());
+    }
+  }
 }

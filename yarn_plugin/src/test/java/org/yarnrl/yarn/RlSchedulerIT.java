@@ -161,7 +161,11 @@ class RlSchedulerIT {
       started = engine.metric("yarnrl_report_events_total", "kind=\"container_started\"");
       Thread.sleep(100);
     }
-    assertEquals(allContainers, (long) started, metrics.toString());
+    // a Report batch the engine could not take even after retries is dropped and counted; only those may be missing
+    long dropped = metrics.getReportEventsDropped();
+    assertTrue(started <= allContainers, metrics.toString());
+    assertTrue(allContainers - (long) started <= dropped,
+        "container_started events " + started + " of " + allContainers + ", " + metrics);
     double finished = engine.metric("yarnrl_report_events_total", "kind=\"container_finished\"");
     // an application is removed from the scheduler (JobFinished) a few seconds after its client saw it finish
     double jobsFinished = 0;
