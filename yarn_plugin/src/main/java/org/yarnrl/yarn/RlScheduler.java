@@ -141,7 +141,7 @@ public class RlScheduler extends
   private enum Handled { IDLE, ENGINE, NATIVE }
 
   private final RlSchedulerMetrics rlMetrics = new RlSchedulerMetrics();
-  private EngineClient engine;
+  private EngineFailover engine;
   private ObjectName mbeanName;
   private final Map<ApplicationId, Snapshots.JobInfo> jobs = new ConcurrentHashMap<>();
   private final Set<String> racks = ConcurrentHashMap.newKeySet();
@@ -309,11 +309,15 @@ public class RlScheduler extends
       if (deadline <= 0) {
         throw new YarnRuntimeException(DEADLINE_MS + " must be positive, got " + deadline);
       }
-      engine = new EngineClient(address, deadline, conf.getInt(BREAKER_FAILURES, DEFAULT_BREAKER_FAILURES),
-          conf.getLong(BREAKER_OPEN_MS, DEFAULT_BREAKER_OPEN_MS),
-          conf.getLong(REPORT_INTERVAL_MS, DEFAULT_REPORT_INTERVAL_MS), 65536, rlMetrics,
-          System::currentTimeMillis);
-      rlMetrics.engineAddress = address;
+      try {
+        // one engine or a failover list; TLS/mTLS/token from yarnrl.engine.tls.* and yarnrl.engine.token-file
+        engine = EngineFailover.fromConf(conf, address, deadline,
+            conf.getInt(BREAKER_FAILURES, DEFAULT_BREAKER_FAILURES),
+            conf.getLong(BREAKER_OPEN_MS, DEFAULT_BREAKER_OPEN_MS),
+            conf.getLong(REPORT_INTERVAL_MS, DEFAULT_REPORT_INTERVAL_MS), rlMetrics);
+      } catch (IllegalArgumentException e) {
+        throw new YarnRuntimeException("yarn-rl engine settings: " + e.getMessage(), e);
+      }
       rlMetrics.breakerState = EngineClient.Breaker.CLOSED.name();
       LOG.info("yarn-rl scheduler: engine at {}, deadline {} ms", address, deadline);
     }

@@ -7,7 +7,20 @@ package org.yarnrl.yarn;
  * the engine is a fallback, counted by its reason.
  */
 public interface RlSchedulerMXBean {
+  /** The engine the scheduler asks: the active one of {@code yarnrl.engine.address}'s list. */
   String getEngineAddress();
+
+  /** Each engine's last health check, {@code address=SERVING|NOT_SERVING|UNREACHABLE|UNKNOWN}, in list order. */
+  String getEngineHealth();
+
+  /** How many times the active engine changed (failover and failback). */
+  long getFailovers();
+
+  /** The active engine's model version (GetInfo), empty before the first answer or without a model. */
+  String getEngineModelVersion();
+
+  /** Model version changes seen on an engine while it was active (live reloads). */
+  long getModelChanges();
 
   /** CLOSED (engine used), OPEN (engine skipped until the open period ends), HALF_OPEN (next call probes it). */
   String getBreakerState();

@@ -6,6 +6,10 @@ import java.util.concurrent.atomic.LongAdder;
 public class RlSchedulerMetrics implements RlSchedulerMXBean {
   volatile String engineAddress = "";
   volatile String breakerState = "DISABLED";
+  volatile String engineHealth = "";
+  volatile String engineModelVersion = "";
+  final LongAdder failovers = new LongAdder();
+  final LongAdder modelChanges = new LongAdder();
   final LongAdder nodeUpdates = new LongAdder();
   final LongAdder engineDecisions = new LongAdder();
   final LongAdder engineContainers = new LongAdder();
@@ -30,6 +34,26 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public String getBreakerState() {
     return breakerState;
+  }
+
+  @Override
+  public String getEngineHealth() {
+    return engineHealth;
+  }
+
+  @Override
+  public long getFailovers() {
+    return failovers.sum();
+  }
+
+  @Override
+  public String getEngineModelVersion() {
+    return engineModelVersion;
+  }
+
+  @Override
+  public long getModelChanges() {
+    return modelChanges.sum();
   }
 
   @Override
@@ -122,6 +146,7 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
         + getNativeContainers() + " fallbacks=" + getFallbacks() + " (timeout=" + getFallbacksTimeout()
         + " unavailable=" + getFallbacksUnavailable() + " error=" + getFallbacksError() + " invalid="
         + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + ") reportEventsSent="
-        + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState();
+        + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState()
+        + " engine=" + getEngineAddress() + " failovers=" + getFailovers() + " health=" + getEngineHealth();
   }
 }
