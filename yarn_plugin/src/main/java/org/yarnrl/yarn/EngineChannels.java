@@ -205,8 +205,9 @@ final class EngineChannels {
     if (s.contains("validity check failed") || s.contains("CertificateExpired") || s.contains("NotAfter")) {
       return "TLS handshake failed: the engine's certificate is expired or not yet valid";
     }
-    if (s.contains("certificate_required") || s.contains("bad_certificate") || s.contains("unknown_ca")
-        || s.contains("certificate_unknown") || s.contains("certificate_expired")) {
+    String lower = s.toLowerCase(java.util.Locale.ROOT);
+    if (lower.contains("certificate_required") || lower.contains("bad_certificate") || lower.contains("unknown_ca")
+        || lower.contains("certificate_unknown") || lower.contains("certificate_expired")) {
       return "TLS handshake failed: the engine refused the plugin's client certificate (missing, expired, or not "
           + "signed by the engine's --tls-client-ca): check " + TLS_CLIENT_CERT + " and " + TLS_CLIENT_KEY
           + " [" + firstSsl(s) + "]";

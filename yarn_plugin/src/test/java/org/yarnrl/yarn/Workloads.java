@@ -56,7 +56,12 @@ final class Workloads {
 
   static Result finish(String name, Job job, long startNanos) throws Exception {
     boolean ok = job.waitForCompletion(false);
-    Result r = new Result(name, ok, (System.nanoTime() - startNanos) / 1e9);
+    return result(name, job, ok, (System.nanoTime() - startNanos) / 1e9);
+  }
+
+  /** A finished job's result: its outcome, the given wall time and its locality counters. */
+  static Result result(String name, Job job, boolean ok, double seconds) throws Exception {
+    Result r = new Result(name, ok, seconds);
     Counters counters = job.getCounters();
     if (counters != null) {
       for (JobCounter c : new JobCounter[] {JobCounter.TOTAL_LAUNCHED_MAPS, JobCounter.DATA_LOCAL_MAPS,
@@ -83,6 +88,17 @@ final class Workloads {
 
   /** WordCount (WordCount.main calls System.exit, so the job is built from its mapper and reducer). */
   static Result wordCount(Configuration base, Path in, Path out, String tags) throws Exception {
+    return finish("wordcount", wordCountJob(base, in, out, tags), System.nanoTime());
+  }
+
+  /** The WordCount job, submitted but not awaited. */
+  static Job submitWordCount(Configuration base, Path in, Path out, String tags) throws Exception {
+    Job job = wordCountJob(base, in, out, tags);
+    job.submit();
+    return job;
+  }
+
+  private static Job wordCountJob(Configuration base, Path in, Path out, String tags) throws Exception {
     Configuration conf = new Configuration(base);
     if (tags != null) {
       conf.set(MRJobConfig.JOB_TAGS, tags);
@@ -96,7 +112,7 @@ final class Workloads {
     job.setOutputValueClass(IntWritable.class);
     FileInputFormat.addInputPath(job, in);
     FileOutputFormat.setOutputPath(job, out);
-    return finish("wordcount", job, System.nanoTime());
+    return job;
   }
 
   static Result teraGen(Configuration base, Path out) throws Exception {
