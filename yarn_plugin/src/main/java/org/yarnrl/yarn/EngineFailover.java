@@ -273,7 +273,7 @@ final class EngineFailover implements AutoCloseable {
     if (after == EngineClient.Health.SERVING && before != EngineClient.Health.SERVING) {
       e.servingSince = now;
     }
-    if (after != before || (after != EngineClient.Health.SERVING && !h.detail.equals(e.detail))) {
+    if (after != before) { // state changes only: the detail of a down engine varies from check to check
       String msg = "yarn-rl engine " + e.client.address() + ": health " + (before == null ? "UNKNOWN" : before)
           + " -> " + h;
       if (after == EngineClient.Health.SERVING) {
