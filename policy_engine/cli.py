@@ -11,6 +11,10 @@ import signal
 import subprocess
 import sys
 
+# gRPC core's own log lines (a failed TLS handshake is logged at INFO by some builds) would come before our one line
+# on stderr; ERROR keeps its real failures. Set before grpc is first imported; an explicit setting wins.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
 from policy_engine import PROTOCOL_VERSION, __version__
 from policy_engine.command import (DEBUG_ENV, CommandFailed, OneLineParser, UsageError, add_debug_flag,
                                    existing_file, one_line, positive, run_main)
@@ -271,8 +275,14 @@ def cmd_info(args) -> int:
             info, counters = client.info_counters()
             status = client.health()
         except grpc.RpcError as e:
-            raise CommandFailed(f"{args.target}: {e.code().name}: {one_line(e.details())} (is `policy-engine "
-                                f"serve` listening there? --timeout {args.timeout:g}s)") from None
+            from policy_engine.security import explain_failure
+
+            hint = explain_failure(e.details() or "", security)
+            if e.code() == grpc.StatusCode.UNAUTHENTICATED:
+                hint = "give the engine's token with --token-file"
+            raise CommandFailed(f"{args.target}: {e.code().name}: {one_line(e.details())} ("
+                                + (hint or f"is `policy-engine serve` listening there? --timeout {args.timeout:g}s")
+                                + ")") from None
     d = {"target": args.target, "health": status, "protocol_version": info.protocol_version, "policy": info.policy,
          "model_version": info.model_version, "model_checksum": info.model_checksum,
          "capabilities": list(info.capabilities), "engine_version": info.engine_version,

@@ -41,6 +41,7 @@ class PolicyEngineClient:
             raise ValueError(f"timeout must be positive, not {timeout}")
         self.target = target
         self.timeout = timeout
+        self.security = security
         # the intercepted channel adds the token to every call; the raw one is what close() closes
         self.channel, self._raw_channel = secure_channel(target, _OPTIONS, security)
         self.stub = pb_grpc.PolicyEngineStub(self.channel)
@@ -123,9 +124,13 @@ class PolicyEngineClient:
                 last = status
             except grpc.RpcError as e:
                 last = f"{e.code().name}: {e.details()}"
+                if e.code() == grpc.StatusCode.UNAUTHENTICATED:
+                    break  # a wrong or missing token does not get better by waiting
             time.sleep(0.05)
-        raise EngineUnavailable(f"no policy engine serving at {self.target} after {timeout:g}s ({last}); is "
-                                f"`policy-engine serve` running there?")
+        from policy_engine.security import explain_failure
+
+        hint = explain_failure(str(last), self.security) or "is `policy-engine serve` running there?"
+        raise EngineUnavailable(f"no policy engine serving at {self.target} after {timeout:g}s ({last}); {hint}")
 
 
 class AsyncPolicyEngineClient:

@@ -325,3 +325,24 @@ def secure_aio_channel(target: str, options: list, security: ClientSecurity | No
         return grpc.aio.secure_channel(target, security.channel_credentials(), options=opts,
                                        interceptors=interceptors)
     return grpc.aio.insecure_channel(target, options=opts, interceptors=interceptors)
+
+
+def explain_failure(details: str, security: ClientSecurity | None) -> str:
+    """A hint for a connection failure that is probably a TLS mismatch (gRPC reports them as UNAVAILABLE with a
+    bare "Socket closed" or an OpenSSL code); empty when there is nothing better to say."""
+    text = details or ""
+    tls = security is not None and security.tls
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text.lower():
+        return ("the engine's TLS certificate was refused: it is not signed by --tls-ca, has expired, or does not "
+                "name this host (--tls-server-name)")
+    if "WRONG_VERSION_NUMBER" in text and tls:
+        return "the engine does not speak TLS here: connect without --tls-ca"
+    if "Socket closed" in text or "handshake" in text.lower() or "Connection reset" in text:
+        if not tls:
+            return "the engine closed the connection: it may serve TLS (connect with --tls-ca)"
+        if security.cert is None:
+            return ("the engine closed the TLS handshake: it may require a client certificate (mutual TLS: "
+                    "--tls-cert and --tls-key signed by its --tls-client-ca)")
+        return ("the engine closed the TLS handshake: it refused the client certificate (not signed by its "
+                "--tls-client-ca, or expired)")
+    return ""
