@@ -208,6 +208,11 @@ class EngineMetrics:
         self.decision_log_dropped = Counter(
             "yarnrl_decision_log_dropped", "Decisions and Report batches the decision log could not take (its "
             "queue was full: the disk or the writer is behind)", ["kind"], registry=self.registry)
+        self.reloads = Counter("yarnrl_model_reloads", "Live model reloads (SIGHUP or --watch) by result: ok, "
+                               "refused (bad file; the old model kept serving), unchanged", ["result"],
+                               registry=self.registry)
+        self.unauthenticated = Counter("yarnrl_unauthenticated", "RPCs refused for a missing or wrong bearer "
+                                       "token (--token-file)", registry=self.registry)
         # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
         self._decided: dict[tuple[str, str], Any] = {}
         self._placed: dict[Locality, Any] = {}
@@ -311,6 +316,19 @@ class Engine:
             self.learning = LearningLoop(learner, self._queue_capacity, threaded=threaded, on_drop=self._count_drop)
             self.bind_metrics()
         return learner
+
+    def swap_policy(self, policy: Policy):
+        """Serve `policy` (a reloaded model of the same policy) from the next call on. The caller runs this between
+        calls (the server's event loop). A learning policy gets a new learner; the old LearningLoop is returned
+        for the caller to close off the decision path (its final publish and save), or None."""
+        if policy.name != self.policy.name:
+            raise ValueError(f"cannot swap policy {self.policy.name!r} for {policy.name!r}")
+        old = self.learning
+        self.policy = policy
+        if old is not None:
+            self.learner, self.learning = None, None
+            self.attach_learner()
+        return old
 
     def bind_metrics(self) -> None:
         """Expose the learner's error count and queue length as gauges (read when Prometheus scrapes)."""
