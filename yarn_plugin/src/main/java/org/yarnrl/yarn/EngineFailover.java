@@ -25,7 +25,7 @@ import org.yarnrl.v1.ScheduleResponse;
  * <ul>
  *   <li>A monitor thread health-checks every engine (grpc.health.v1) every {@value #HEALTH_INTERVAL_MS}, off the
  *       scheduler lock. An engine is SERVING, NOT_SERVING (it said so, e.g. while shutting down), or UNREACHABLE
- *       (refused, timed out, TLS/token refused: {@value #UNREACHABLE_CHECKS} checks in a row).</li>
+ *       (refused, timed out, TLS/token refused: {@value #UNREACHABLE_CHECKS} checks in a row, also at start).</li>
  *   <li>The active engine starts as the first in the list. It is left for the first engine in list order that is
  *       SERVING with its breaker not open, as soon as its breaker opens (on the heartbeat that opens it) or a check
  *       finds it NOT_SERVING or UNREACHABLE. With none to go to it stays active and heartbeats fall back to native
@@ -264,8 +264,9 @@ final class EngineFailover implements AutoCloseable {
     EngineClient.Health after;
     if (h.health == EngineClient.Health.UNREACHABLE) {
       e.failedChecks++;
-      after = before == EngineClient.Health.SERVING && e.failedChecks < UNREACHABLE_CHECKS
-          ? EngineClient.Health.SERVING : EngineClient.Health.UNREACHABLE;
+      // one lost check (a loaded machine, a GC pause) moves no traffic, also not at start (before == null)
+      after = (before == null || before == EngineClient.Health.SERVING) && e.failedChecks < UNREACHABLE_CHECKS
+          ? before : EngineClient.Health.UNREACHABLE;
     } else {
       e.failedChecks = 0;
       after = h.health;
@@ -273,7 +274,7 @@ final class EngineFailover implements AutoCloseable {
     if (after == EngineClient.Health.SERVING && before != EngineClient.Health.SERVING) {
       e.servingSince = now;
     }
-    if (after != before) { // state changes only: the detail of a down engine varies from check to check
+    if (after != before && after != null) { // state changes only: a down engine's detail varies per check
       String msg = "yarn-rl engine " + e.client.address() + ": health " + (before == null ? "UNKNOWN" : before)
           + " -> " + h;
       if (after == EngineClient.Health.SERVING) {

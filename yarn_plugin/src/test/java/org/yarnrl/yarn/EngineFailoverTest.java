@@ -38,7 +38,7 @@ class EngineFailoverTest {
 
   private EngineFailover failover(long failbackMs, String... addresses) {
     EngineFailover f = new EngineFailover(List.of(addresses), EngineChannels.plaintext(), 5000, 3, 60_000, 20, 64,
-        metrics, System::currentTimeMillis, 100, 1000, failbackMs);
+        metrics, System::currentTimeMillis, 100, 3000, failbackMs);
     open.add(f);
     return f;
   }
@@ -77,8 +77,8 @@ class EngineFailoverTest {
     TestEngines.Fake a = fake("a");
     TestEngines.Fake b = fake("b");
     EngineFailover f = failover(1500, a.address(), b.address());
-    await("both SERVING", () -> metrics.getEngineHealth().equals(a.address() + "=SERVING," + b.address()
-        + "=SERVING"));
+    await("both SERVING, a active", () -> metrics.getEngineHealth().equals(a.address() + "=SERVING," + b.address()
+        + "=SERVING") && f.address().equals(a.address()));
     assertEquals("a", decide(f));
     a.scheduleError.set(Status.INTERNAL.withDescription("broken policy"));
     for (int i = 0; i < 3; i++) {
