@@ -173,6 +173,22 @@ final class EngineChannels {
   }
 
   /**
+   * {@link #explain}, plus what only this channel's settings tell: over TLS, an engine that closes the connection
+   * right after the handshake is, with TLS 1.3, how a refused client certificate looks from the client (the engine
+   * checks it after the client has finished its side, and gRPC reports no alert).
+   */
+  String explainFailure(StatusRuntimeException failure) {
+    String problem = explain(failure);
+    if (problem == null && tls && failure.getStatus().getCode() == Status.Code.UNAVAILABLE
+        && String.valueOf(failure.getStatus().getDescription()).contains("Network closed")) {
+      return "the engine closed the TLS connection after the handshake: an engine started with --tls-client-ca "
+          + "refuses a missing, expired or foreign client certificate this way; check " + TLS_CLIENT_CERT + " and "
+          + TLS_CLIENT_KEY + " (or the engine stopped)";
+    }
+    return problem;
+  }
+
+  /**
    * An operator's reading of a failed call: what in the TLS or token set-up is wrong, or null when the failure
    * says nothing about it (an engine that is down, slow, or answered with an error of its own).
    */

@@ -59,6 +59,7 @@ class EngineClient implements AutoCloseable {
   private final ManagedChannel channel;
   private final PolicyEngineGrpc.PolicyEngineBlockingStub stub;
   private final HealthGrpc.HealthBlockingStub health;
+  private final EngineChannels channels;
   private final RlSchedulerMetrics metrics;
   /** Whether this client's breaker state is the one the metrics show (the active engine of a failover set). */
   private volatile boolean active = true;
@@ -91,6 +92,7 @@ class EngineClient implements AutoCloseable {
     this.openMillis = openMillis;
     this.clock = clock;
     this.metrics = metrics;
+    this.channels = channels;
     this.channel = channels.open(address);
     this.stub = channels.withToken(PolicyEngineGrpc.newBlockingStub(channel));
     this.health = channels.withToken(HealthGrpc.newBlockingStub(channel));
@@ -188,9 +190,9 @@ class EngineClient implements AutoCloseable {
     }
   }
 
-  /** The TLS/token reading of a failure ({@link EngineChannels#explain}); logged once per distinct problem. */
+  /** The TLS/token reading of a failure ({@link EngineChannels#explainFailure}); logged once per distinct problem. */
   private String securityProblem(StatusRuntimeException e) {
-    String problem = EngineChannels.explain(e);
+    String problem = channels.explainFailure(e);
     if (problem != null) {
       synchronized (this) {
         if (!problem.equals(lastSecurityProblem)) {
