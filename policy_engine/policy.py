@@ -43,6 +43,9 @@ class Policy:
     reads: ClassVar[frozenset[str]] = frozenset()
     model_version: str = ""
     model_checksum: str = ""
+    # What a Route request must carry for this policy: "jobs" (a job buffer and candidate clusters) or "manager"
+    # (a DSRAP cluster manager's view); the engine refuses the other kind before the policy sees it.
+    route_observes: ClassVar[str] = "jobs"
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         raise NotImplementedError(f"policy {self.name!r} does not schedule on node heartbeats")
@@ -63,6 +66,12 @@ class UnknownPolicy(KeyError):
 
 class IncompatiblePolicy(ValueError):
     """A registered policy asked for what it cannot do (route on heartbeats, a DeepRM policy on a locality run)."""
+
+
+class ObservationMismatch(ValueError):
+    """A well-formed request this policy cannot answer: a DSRAP manager view sent to a job router or the reverse,
+    a cluster or job-slot count other than the model was trained for. The server answers INVALID_ARGUMENT (the
+    caller sent the wrong request for this engine), not INTERNAL."""
 
 
 class OptionError(ValueError):
