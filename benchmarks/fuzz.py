@@ -51,7 +51,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 ACCEPTED_CODES = {"OK", "INVALID_ARGUMENT", "UNIMPLEMENTED"}
 TARGETS = ("schedule", "route", "report")
-DEFAULT_OUT = REPO / "benchmarks" / "results" / "fuzz"
+DEFAULT_OUT = REPO / "benchmarks" / "results" / "reliability" / "fuzz"
 
 
 # ---------------------------------------------------------------------------------------------------------------

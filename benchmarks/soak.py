@@ -50,7 +50,7 @@ GEN_EVERY = 2000          # heartbeats per generation of application ids
 SAMPLE_S = 5.0
 RSS_GROWTH_GOAL = 0.05
 P99_RATIO_GOAL = 1.5
-DEFAULT_OUT = REPO / "benchmarks" / "results" / "soak"
+DEFAULT_OUT = REPO / "benchmarks" / "results" / "reliability" / "soak"
 METHOD = {"schedule": "/yarnrl.v1.PolicyEngine/Schedule", "route": "/yarnrl.v1.PolicyEngine/Route",
           "report": "/yarnrl.v1.PolicyEngine/Report"}
 
@@ -175,13 +175,16 @@ async def drive(servers: dict[str, Server], minutes: float, rate: float, max_in_
     by_kind = {k: [[] for _ in range(n_minutes)] for k in kinds}
     errors = [0] * n_minutes
     error_codes: dict[str, int] = {}
+    error_details: dict[str, str] = {}
+    closing = False
+    unfinished = 0
     drops = [0] * n_minutes
     sent = [0] * n_minutes
     in_flight = 0
     samples: list[dict] = []
 
     async def one(kind: str, data: bytes, t_sched: float, minute: int) -> None:
-        nonlocal in_flight
+        nonlocal in_flight, unfinished
         t_send = time.perf_counter()
         try:
             await calls[kind](data, timeout=10.0)
@@ -190,8 +193,12 @@ async def drive(servers: dict[str, Server], minutes: float, rate: float, max_in_
             lat_sched[minute].append(now - t_sched)
             by_kind[kind][minute].append(now - t_send)
         except grpc.RpcError as e:
+            if closing and e.code() == grpc.StatusCode.CANCELLED:
+                unfinished += 1  # still in flight when the run ended: cancelled by closing the channel
+                return
             errors[minute] += 1
             error_codes[e.code().name] = error_codes.get(e.code().name, 0) + 1
+            error_details.setdefault(e.code().name, " ".join((e.details() or "").split())[:200])
         finally:
             in_flight -= 1
 
@@ -251,6 +258,7 @@ async def drive(servers: dict[str, Server], minutes: float, rate: float, max_in_
         await asyncio.sleep(max(0.0, t0 + (i + 1) / rate - time.perf_counter()) if i >= due else 0)
     if tasks:
         await asyncio.wait(tasks, timeout=30)
+    closing = True
     await asyncio.sleep(SAMPLE_S)  # one more sample after the load
     sampler_task.cancel()
     for ch in channels.values():
@@ -268,7 +276,8 @@ async def drive(servers: dict[str, Server], minutes: float, rate: float, max_in_
             "p99_ms_from_schedule": pct(lat_sched[m], 99),
             **{f"{k}_p99_ms": pct(by_kind[k][m], 99) for k in kinds},
         })
-    return {"per_minute": per_minute, "samples": samples, "error_codes": error_codes, "elapsed_s": elapsed,
+    return {"per_minute": per_minute, "samples": samples, "error_codes": error_codes,
+            "error_details": error_details, "unfinished_at_end": unfinished, "elapsed_s": elapsed,
             "sent": sum(sent), "answered": sum(len(x) for x in lat_send), "client_drops": sum(drops)}
 
 
@@ -358,7 +367,8 @@ def main(argv=None) -> int:
     result = {
         "benchmark": "soak", "minutes": args.minutes, "rate": args.rate, "seed": args.seed,
         "achieved_rate": round(run["sent"] / run["elapsed_s"], 1), "sent": run["sent"], "answered": run["answered"],
-        "client_drops": run["client_drops"], "error_codes": run["error_codes"], **goals,
+        "client_drops": run["client_drops"], "error_codes": run["error_codes"],
+        "error_details": run["error_details"], "unfinished_at_end": run["unfinished_at_end"], **goals,
         "all_goals_met": all(g["rss_goal_met"] and g["fd_goal_met"] for g in goals["servers"].values())
         and goals["p99_goal_met"],
         "per_minute": run["per_minute"], "server_exit_codes": codes,

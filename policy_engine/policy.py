@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from policy_engine.modules import import_all, unavailable_note
-from policy_engine.types import RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
+from policy_engine.types import (  # noqa: F401  (ObservationMismatch: re-exported for policies)
+    ObservationMismatch,
+    RouteDecision,
+    RouteObservation,
+    ScheduleDecision,
+    ScheduleObservation,
+)
 
 SCHEDULE = "schedule"
 # What the engine can fill into observations for a policy that declares it in `Policy.reads`.
@@ -66,12 +72,6 @@ class UnknownPolicy(KeyError):
 
 class IncompatiblePolicy(ValueError):
     """A registered policy asked for what it cannot do (route on heartbeats, a DeepRM policy on a locality run)."""
-
-
-class ObservationMismatch(ValueError):
-    """A well-formed request this policy cannot answer: a DSRAP manager view sent to a job router or the reverse,
-    a cluster or job-slot count other than the model was trained for. The server answers INVALID_ARGUMENT (the
-    caller sent the wrong request for this engine), not INTERNAL."""
 
 
 class OptionError(ValueError):

@@ -68,9 +68,7 @@ def test_a_route_request_of_the_other_kind_is_an_observation_mismatch(policy, ma
 
 
 def test_a_model_of_another_cluster_count_is_an_observation_mismatch():
-    import sys as _sys
-
-    _sys.path.insert(0, str(REPO / "benchmarks"))
+    sys.path.insert(0, str(REPO / "benchmarks"))
     from corpus import load_corpus
 
     from policy_engine.codec import decode_route_bytes
@@ -108,3 +106,30 @@ def test_a_stream_message_that_is_not_the_message_is_invalid_argument(lf_e, meth
         with pytest.raises(grpc.RpcError) as e:
             list(channel.stream_stream(method)(iter([b"\xff\xff\xff"]), timeout=10))
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value.details()
+
+
+def test_inputs_that_once_crashed_the_engine_now_get_an_answer():
+    """Crash inputs the fuzzer saved (benchmarks/results/fuzz/crashes), replayed through the same harness: each
+    must now be answered (a decision or INVALID_ARGUMENT)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from corpus import load_corpus
+    from fuzz import Harness
+
+    harness = Harness(load_corpus(), None)
+    inputs = sorted((REPO / "tests" / "data" / "fuzz-regressions").glob("*.bin"))
+    assert inputs
+    for path in inputs:
+        assert harness.one(path.read_bytes()) in ("OK", "INVALID_ARGUMENT"), (path.name, harness.crashes)
+
+
+def test_a_job_distribution_of_another_length_is_an_observation_mismatch():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from corpus import load_corpus
+
+    from policy_engine.codec import decode_route_bytes
+
+    msg = pb.RouteRequest.FromString(next(g.route[0] for g in load_corpus() if g.scenario == "multicluster-uniform"))
+    del msg.jobs[0].request_distribution[-1]
+    engine = Engine(create("rl-fc", model=str(REPO / "models" / "rl-fc-uniform.safetensors")))
+    with pytest.raises(ObservationMismatch, match="request distribution has 10 slots"):
+        engine.route(decode_route_bytes(msg.SerializeToString()))
