@@ -266,3 +266,48 @@ def test_sampling_policy_is_a_pure_function_of_the_request(model_file):
         answers.append(tuple(a.ask_id for a in d.assignments))
     assert len(set(answers)) > 1 and all(answers)   # it draws; a fitting job is always started first here
     assert greedy == DeepRMPgPolicy(model=model_file).schedule(obs)
+
+
+# ---------------------------------------------------------------- the hold-back teacher and the shipped model
+
+
+def test_holdback_policy_is_the_learners_teacher_and_holds_long_jobs_back():
+    """`sjf-holdback` behind Schedule plays the learner's teacher exactly; it keeps a long job waiting that SJF
+    starts, and on these job sets that lowers the slowdown (the room DeepRM keeps for small jobs)."""
+    from emulator.drivers import InProcessDriver
+    from emulator.learners.deeprm_pg import holdback_action
+    from policy_engine.policy import create
+
+    sc = get_scenario("deeprm", load=0.75)
+    hold, sjf = InProcessDriver(create("sjf-holdback")), InProcessDriver(create("sjf"))
+    ours, theirs = [], []
+    for seed in range(10):
+        m = sc.run_episode(hold, seed)
+        r = play(sc.config, seed, None, None, True, 5000, teacher=holdback_action)
+        assert m["slowdown"] == pytest.approx(r.slowdown, abs=1e-12)
+        ours.append(m["slowdown"])
+        theirs.append(sc.run_episode(sjf, seed)["slowdown"])
+    assert np.mean(ours) < 0.9 * np.mean(theirs), (ours, theirs)
+    # one state: 12 units free of each resource, a 12-step job of 6 units and nothing else: SJF starts it
+    sim = DeepRMSimulation(DeepRMConfig(job_rate=1.0, simu_len=1), 0)
+    sim.length[0], sim.demand[0] = 12, (6, 1)
+    sim.free[:] = (12, 12)
+    obs = sim.observe()
+    assert [a.ask_id for a in create("sjf").schedule(obs).assignments] == ["job-1"]
+    assert create("sjf-holdback").schedule(obs).assignments == []
+    sim.length[0] = 3   # a short job is never held back
+    assert [a.ask_id for a in create("sjf-holdback").schedule(sim.observe()).assignments] == ["job-1"]
+
+
+def test_dagger_warm_start_records_its_rounds(tmp_path):
+    summary = _train(tmp_path, 1, "--set", "imitate=sjf-holdback", "--set", "imitate_jobsets=4", "--set",
+                     "imitate_epochs=3", "--set", "imitate_rounds=2", "--set", "rl_lr=0.0002")
+    _, meta = load_artifact(tmp_path / "model.safetensors")
+    im = meta["imitation"]
+    assert im["teacher"] == "sjf-holdback" and [r["round"] for r in im["rounds"]] == [1, 2]
+    assert im["rounds"][0]["student_slowdown"] is None and im["rounds"][1]["student_slowdown"] > 1
+    assert im["rounds"][1]["decisions"] > im["rounds"][0]["decisions"]   # round 2 adds the network's own states
+    assert im["mean_prob_of_teacher_action"] > 0.5   # fitted: far above the ~1/3 of a near-uniform network
+    assert summary["iterations"] == 1
+    state = __import__("torch").load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert [g["lr"] for g in state["optim"]["param_groups"]] == [0.0002]   # REINFORCE runs at rl_lr

@@ -50,6 +50,7 @@ from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
 from policy_engine.features.deeprm import ImageSpec, render  # noqa: E402
 from policy_engine.policies.deeprm_pg import POLICY_NAME, PolicyNetwork, action_probs  # noqa: E402
+from policy_engine.policies.sjf import holds_back  # noqa: E402
 from policy_engine.policy import OptionError, create  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
@@ -79,10 +80,14 @@ class DeepRMPgConfig:
     mask_invalid: bool = True
     # Optional warm start, as DeepRM's reference code offers (its pg_su): before REINFORCE, fit the network to a
     # heuristic's choices (cross-entropy) on `imitate_jobsets` of its episodes for `imitate_epochs` passes.
-    imitate: str = ""               # "" (none) or "sjf"
+    # "sjf-holdback" is SJF that keeps long jobs waiting while they would leave little room (DeepRM's learned
+    # behaviour as a rule); `imitate_rounds` > 1 adds DAgger rounds on the network's own states.
+    imitate: str = ""               # "", "sjf" or "sjf-holdback"
     imitate_jobsets: int = 200
     imitate_epochs: int = 20
     imitate_batch: int = 256
+    imitate_rounds: int = 1
+    rl_lr: float = 0.0              # Adam's lr for REINFORCE after a warm start (0: lr)
     loads: tuple[float, ...] = ()   # training loads, one per job set in turn; () = the scenario's load
     max_rollout_steps: int = 1000   # a training rollout stops after this many time steps
     eval_every: int = 10
@@ -122,14 +127,14 @@ class DeepRMPgConfig:
     def validate(self) -> None:
         if not self.hidden or any(h <= 0 for h in self.hidden):
             raise ValueError(f"hidden must be positive layer sizes, got {self.hidden}")
-        for k in ("iterations", "jobsets", "rollouts", "eval_every", "eval_episodes", "checkpoint_every", "workers",
+        for k in ("iterations", "jobsets", "rollouts", "eval_every", "imitate_rounds", "eval_episodes", "checkpoint_every", "workers",
                   "threads", "batch", "max_rollout_steps"):
             if int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if self.rollouts < 2:
             raise ValueError("rollouts must be >= 2: the baseline is their mean")
-        if not 0 < self.lr < 1 or not 0 < self.discount <= 1:
-            raise ValueError("need 0 < lr < 1 and 0 < discount <= 1")
+        if not 0 < self.lr < 1 or not 0 <= self.rl_lr < 1 or not 0 < self.discount <= 1:
+            raise ValueError("need 0 < lr < 1, 0 <= rl_lr < 1 and 0 < discount <= 1")
         if self.imitate not in ("", *TEACHERS):
             raise ValueError(f"imitate must be one of {', '.join(TEACHERS)} or empty, not {self.imitate!r}")
         if self.baseline not in ("time", "step"):
@@ -181,19 +186,32 @@ def sjf_action(sim: DeepRMSimulation, valid: np.ndarray) -> int:
     return int(fitting[np.argmin([sim.length[sim.slots[k]] for k in fitting])])
 
 
-TEACHERS = {"sjf": sjf_action}
+def holdback_action(sim: DeepRMSimulation, valid: np.ndarray) -> int:
+    """The `sjf-holdback` policy's next pick: SJF among the fitting slot jobs it does not hold back, else void."""
+    free = sim.free.tolist()
+    keep = [k for k in np.flatnonzero(valid[:-1])
+            if not holds_back(int(sim.length[sim.slots[k]]), sim.demand[sim.slots[k]].tolist(), free)]
+    if not keep:
+        return len(valid) - 1
+    return int(keep[np.argmin([sim.length[sim.slots[k]] for k in keep])])
+
+
+TEACHERS = {"sjf": sjf_action, "sjf-holdback": holdback_action}
 
 
 def play(config: DeepRMConfig, jobset_seed: int, net: PolicyNetwork | None, rng: np.random.Generator | None,
          mask: bool, max_steps: int, teacher=None) -> Rollout:
     """One episode of the scenario, as emulator.scenarios.deeprm runs it: the stochastic policy (actions drawn
     with `rng`), with rng=None the greedy one (what the served `deeprm-pg` does), or with `teacher` a heuristic's
-    actions (for imitation)."""
+    actions (for imitation). With both `net` and `teacher`, the network acts and the recorded actions are the
+    teacher's choices in the states the network reaches (DAgger's labels)."""
     sim = DeepRMSimulation(config, jobset_seed)
     spec = config.spec
     m = spec.num_slots
     if net is not None:
         net.for_states(spec)
+    elif teacher is None:
+        raise ValueError("play needs a network, a teacher or both")
     states: list[tuple] = []
     valids, actions, steps, rewards = [], [], [], []
     while not sim.done and not sim.truncated and sim.t < max_steps:
@@ -202,14 +220,13 @@ def play(config: DeepRMConfig, jobset_seed: int, net: PolicyNetwork | None, rng:
             if not valid[:m].any():
                 break
             s = sim_state(sim, spec)
-            if teacher is not None:
-                a = teacher(sim, valid)
-            else:
+            label = a = teacher(sim, valid) if teacher is not None else -1
+            if net is not None:
                 p = action_probs(net.from_state(*s), valid if mask else None)
                 a = int(np.argmax(p)) if rng is None else int((np.cumsum(p) > rng.random()).argmax())
             states.append(s)
             valids.append(valid)
-            actions.append(a)
+            actions.append(a if teacher is None else label)
             steps.append(len(rewards))
             if a == m or not valid[a]:
                 break
@@ -399,33 +416,51 @@ class DeepRMPgTrainer:
         return torch.log_softmax(logits, dim=1).gather(1, torch.from_numpy(cat["action"][sl])[:, None])[:, 0]
 
     def imitate(self) -> dict[str, Any]:
-        """The optional warm start: cross-entropy towards the teacher's actions on its own episodes."""
+        """The optional warm start: cross-entropy towards the teacher's actions. Round 1 plays the teacher's own
+        episodes; every further round (DAgger) lets the network play `imitate_jobsets` fresh job sets greedily,
+        adds the teacher's choices in the states it reached, and fits again on everything gathered so far."""
         t0 = time.perf_counter()
         teacher = TEACHERS[self.cfg.imitate]
-        base = self.cfg.train_seed + 10_000_000 * self.seed + 5_000_000
-        rollouts = [play(self.configs[k % len(self.configs)], base + k, None, None, self.cfg.mask_invalid,
-                         self.cfg.max_rollout_steps, teacher=teacher) for k in range(self.cfg.imitate_jobsets)]
-        cat = self.stack(rollouts)
-        n = len(cat["action"])
         rng = np.random.default_rng([self.seed, 7])
-        losses = []
-        for _ in range(self.cfg.imitate_epochs):
-            order = rng.permutation(n)
-            epoch = {k: v[order] for k, v in cat.items()}
-            total = 0.0
-            for lo in range(0, n, self.cfg.imitate_batch):
-                sl = slice(lo, lo + self.cfg.imitate_batch)
-                loss = -self.log_probs(epoch, sl).mean()
-                self.optim.zero_grad()
-                loss.backward()
-                self.optim.step()
-                total += float(loss.item()) * len(epoch["action"][sl])
-            losses.append(total / n)
-        with torch.no_grad():
-            agree = float(torch.exp(self.log_probs(cat, slice(0, n))).mean())
+        data: list[Rollout] = []
+        rounds = []
+        for rnd in range(self.cfg.imitate_rounds):
+            base = self.cfg.train_seed + 10_000_000 * self.seed + 5_000_000 + 100_000 * rnd
+            net = None
+            if rnd:
+                net = PolicyNetwork(network_tensors(self.net))
+                net.for_states(self.spec)
+            played = [play(self.configs[k % len(self.configs)], base + k, net, None, self.cfg.mask_invalid,
+                           self.cfg.max_rollout_steps, teacher=teacher) for k in range(self.cfg.imitate_jobsets)]
+            data += played
+            cat = self.stack(data)
+            n = len(cat["action"])
+            losses = []
+            for _ in range(self.cfg.imitate_epochs):
+                order = rng.permutation(n)
+                total = 0.0
+                for lo in range(0, n, self.cfg.imitate_batch):
+                    idx = order[lo:lo + self.cfg.imitate_batch]
+                    loss = -self.log_probs({k: v[idx] for k, v in cat.items()}, slice(None)).mean()
+                    self.optim.zero_grad()
+                    loss.backward()
+                    self.optim.step()
+                    total += float(loss.item()) * len(idx)
+                losses.append(round(total / n, 5))
+            with torch.no_grad():
+                logp = torch.cat([self.log_probs(cat, slice(lo, lo + self.cfg.batch))
+                                  for lo in range(0, n, self.cfg.batch)])
+            rounds.append({"round": rnd + 1, "decisions": n, "loss": losses,
+                           "student_slowdown": (float(np.mean([r.slowdown for r in played])) if rnd else None),
+                           "mean_prob_of_teacher_action": float(torch.exp(logp).mean()),
+                           "teacher_action_likeliest": float((logp > np.log(0.5)).float().mean())})
         self.imitation = {"teacher": self.cfg.imitate, "decisions": n, "epochs": self.cfg.imitate_epochs,
-                          "loss": losses, "mean_prob_of_teacher_action": agree,
+                          "rounds": rounds, "loss": rounds[-1]["loss"],
+                          "mean_prob_of_teacher_action": rounds[-1]["mean_prob_of_teacher_action"],
                           "seconds": round(time.perf_counter() - t0, 1)}
+        if self.cfg.rl_lr:
+            for group in self.optim.param_groups:
+                group["lr"] = self.cfg.rl_lr
         return self.imitation
 
     def run_iteration(self) -> dict[str, Any]:
@@ -596,6 +631,8 @@ def train_deeprm_pg(scenario: Scenario, episodes: int | None, seed: int, out: Pa
         trainer.imitate()
         trainer.train_seconds += time.perf_counter() - t0
         trainer.curve = []   # the warm-started network is iteration 0
+        trainer.evaluate()
+        trainer.checkpoint()   # a resume does not imitate again
     if not trainer.curve:
         trainer.evaluate()   # iteration 0: the untrained network
     trainer.wall_seconds += time.perf_counter() - started
