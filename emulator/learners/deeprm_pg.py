@@ -127,8 +127,8 @@ class DeepRMPgConfig:
     def validate(self) -> None:
         if not self.hidden or any(h <= 0 for h in self.hidden):
             raise ValueError(f"hidden must be positive layer sizes, got {self.hidden}")
-        for k in ("iterations", "jobsets", "rollouts", "eval_every", "imitate_rounds", "eval_episodes", "checkpoint_every", "workers",
-                  "threads", "batch", "max_rollout_steps"):
+        for k in ("iterations", "jobsets", "rollouts", "eval_every", "imitate_rounds", "eval_episodes",
+                  "checkpoint_every", "workers", "threads", "batch", "max_rollout_steps"):
             if int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if self.rollouts < 2:
