@@ -311,3 +311,16 @@ def test_dagger_warm_start_records_its_rounds(tmp_path):
     assert summary["iterations"] == 1
     state = __import__("torch").load(tmp_path / "checkpoint.pt", weights_only=True)
     assert [g["lr"] for g in state["optim"]["param_groups"]] == [0.0002]   # REINFORCE runs at rl_lr
+
+
+def test_init_starts_from_a_saved_model(tiny_run, tmp_path):
+    """`init=MODEL` continues from a saved network: iteration 0 of the new run is that model's validation."""
+    out, summary = tiny_run
+    init = out / "model.safetensors"
+    _train(tmp_path / "a", 1, "--set", f"init={init}")
+    curve = json.loads((tmp_path / "a" / "learning-curve.json").read_text())
+    assert curve["evaluations"][0]["slowdown"] == pytest.approx(summary["final"]["slowdown"], rel=1e-12)
+    _, meta = load_artifact(tmp_path / "a" / "model.safetensors")
+    assert meta["imitation"]["init_checksum"] == summary["checksum"]
+    with pytest.raises(SystemExit, match="hidden"):
+        _train(tmp_path / "b", 1, "--set", f"init={init}", "--set", "hidden=8")

@@ -88,6 +88,9 @@ class DeepRMPgConfig:
     imitate_batch: int = 256
     imitate_rounds: int = 1
     rl_lr: float = 0.0              # Adam's lr for REINFORCE after a warm start (0: lr)
+    # Or start from a trained deeprm-pg model (e.g. a warm start saved by an earlier run): its weights, with a fresh
+    # optimiser at lr; its warm-start record and checksum go into this run's metadata.
+    init: str = ""
     loads: tuple[float, ...] = ()   # training loads, one per job set in turn; () = the scenario's load
     max_rollout_steps: int = 1000   # a training rollout stops after this many time steps
     eval_every: int = 10
@@ -135,6 +138,8 @@ class DeepRMPgConfig:
             raise ValueError("rollouts must be >= 2: the baseline is their mean")
         if not 0 < self.lr < 1 or not 0 <= self.rl_lr < 1 or not 0 < self.discount <= 1:
             raise ValueError("need 0 < lr < 1, 0 <= rl_lr < 1 and 0 < discount <= 1")
+        if self.init and self.imitate:
+            raise ValueError("init and imitate are two warm starts; give one")
         if self.imitate not in ("", *TEACHERS):
             raise ValueError(f"imitate must be one of {', '.join(TEACHERS)} or empty, not {self.imitate!r}")
         if self.baseline not in ("time", "step"):
@@ -463,6 +468,22 @@ class DeepRMPgTrainer:
                 group["lr"] = self.cfg.rl_lr
         return self.imitation
 
+    def load_init(self) -> None:
+        """`init`: the weights of a deeprm-pg model with this run's network shape and image."""
+        from policy_engine.artifact import load_artifact
+
+        tensors, meta = load_artifact(self.cfg.init, policy=POLICY_NAME)
+        state = self.net.state_dict()
+        if set(tensors) != set(state) or any(tuple(tensors[k].shape) != tuple(v.shape) for k, v in state.items()):
+            raise ValueError(f"init model {self.cfg.init} has layers {sorted((k, tensors[k].shape) for k in tensors)}, "
+                             f"not this run's hidden={list(self.cfg.hidden)}")
+        if meta.get("image_spec", {}) != dataclasses.asdict(self.spec):
+            raise ValueError(f"init model {self.cfg.init} was trained on another image ({meta.get('image_spec')})")
+        self.net.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in tensors.items()})
+        self.imitation = {"init_model": self.cfg.init, "init_checksum": meta.get("checksum"),
+                          "init_model_version": meta.get("model_version"), "init_seed": meta.get("seed"),
+                          "init_hyperparameters": meta.get("hyperparameters"), **(meta.get("imitation") or {})}
+
     def run_iteration(self) -> dict[str, Any]:
         t0 = time.perf_counter()
         jobsets = self.play_iteration()
@@ -626,6 +647,8 @@ def train_deeprm_pg(scenario: Scenario, episodes: int | None, seed: int, out: Pa
     if resume:
         trainer.restore(ckpt)
     trainer.evaluate_baselines()
+    if cfg.init and trainer.imitation is None:
+        trainer.load_init()
     if cfg.imitate and trainer.imitation is None:
         t0 = time.perf_counter()
         trainer.imitate()
