@@ -324,3 +324,29 @@ def test_init_starts_from_a_saved_model(tiny_run, tmp_path):
     assert meta["imitation"]["init_checksum"] == summary["checksum"]
     with pytest.raises(SystemExit, match="hidden"):
         _train(tmp_path / "b", 1, "--set", f"init={init}", "--set", "hidden=8")
+
+
+def test_keep_busy_never_idles_the_cluster(tmp_path):
+    """A network that always prefers the void action: with keep_busy it still starts a job whenever nothing runs,
+    so episodes finish, and the served policy plays the learner's greedy keep_busy rollouts."""
+    from emulator.drivers import InProcessDriver
+
+    t = _tensors(seed=1)
+    t["fc.1.bias"][-1] = 50.0   # void dominates every other action
+    path = tmp_path / "void.safetensors"
+    save_artifact(path, t, {"policy": "deeprm-pg", "image_spec": {}, "mask_invalid": True, "keep_busy": True})
+    sc = get_scenario("deeprm", load=0.75, simu_len=30)
+    driver = InProcessDriver(DeepRMPgPolicy(model=path))
+    for seed in range(3):
+        m = sc.run_episode(driver, seed)
+        r = play(sc.config, seed, PolicyNetwork(t), None, True, 5000, keep_busy=True)
+        assert m["slowdown"] == pytest.approx(r.slowdown, abs=1e-12)
+        assert m["jobs"] > 10 and np.isfinite(m["slowdown"])
+        assert (r.action < 10).sum() == m["jobs"] - m["dropped"]   # each start is forced: one per job
+    # without keep_busy the same network never starts anything
+    obs_sim = DeepRMSimulation(sc.config, 0)
+    while not obs_sim.any_fits():
+        obs_sim.advance()
+    assert len(DeepRMPgPolicy(model=path).schedule(obs_sim.observe()).assignments) == 1
+    save_artifact(path, t, {"policy": "deeprm-pg", "image_spec": {}, "mask_invalid": True})
+    assert DeepRMPgPolicy(model=path).schedule(obs_sim.observe()).assignments == []
