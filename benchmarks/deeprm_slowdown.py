@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"deeprm_slowdown: {e}") from None
     model = args.model.resolve()
     result["model"] = str(model.relative_to(ROOT)) if model.is_relative_to(ROOT) else str(model)
+    result["model_checksum"] = meta.get("checksum")
     result["model_trained_at"] = meta.get("scenario_params", {}).get("load")
     result["model_iterations"] = meta.get("iterations_trained")
     result["seed"] = args.seed
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "deeprm_slowdown.json").write_text(json.dumps(result, indent=1) + "\n")
     plot(result, args.out / "deeprm_slowdown.png")
     print_table(result)
-    summary = {k: result[k] for k in ("loads", "model", "model_trained_at", "model_iterations", "seed",
+    summary = {k: result[k] for k in ("loads", "model", "model_checksum", "model_trained_at", "model_iterations", "seed",
                                       "change_vs_sjf_percent", "change_vs_packer_percent", "paired_vs_sjf",
                                       "paired_vs_packer")}
     print(json.dumps(summary))
