@@ -657,9 +657,9 @@ def train_deeprm_pg(scenario: Scenario, episodes: int | None, seed: int, out: Pa
     trainer = DeepRMPgTrainer(scenario, cfg, seed, out)
     if resume:
         trainer.restore(ckpt)
-    trainer.evaluate_baselines()
     if cfg.init and trainer.imitation is None:
-        trainer.load_init()
+        trainer.load_init()   # before the baselines' episodes: a bad file fails at once
+    trainer.evaluate_baselines()
     if cfg.imitate and trainer.imitation is None:
         t0 = time.perf_counter()
         trainer.imitate()
