@@ -55,9 +55,15 @@ class FalSettings:
     eps_void: float = 0.01
     greedy_below: float = 0.5
     count_cap: int = 3
+    # Learning1's level cut points, in standard deviations around the mean task demand (the paper: three equally
+    # likely levels of the fitted Gaussian, -/+ 0.43)
+    level_low: float = -Z_TERTILE
+    level_high: float = Z_TERTILE
     alpha2: float = 0.5
     eps_neighbor: float = 0.01
     max_wait: int = 10
+    # p_j(x) of Eq. 6 for BDL: "eq7" (Eq. 7 from pi1) or "observed" (j's allocation rate, as SDL)
+    p_allocation: str = "eq7"
     # Unseen Learning1 states start greedy: the type ranked highest here (the types' mean utility rates, Sec. 5.1)
     type_utility: tuple = (1.0, 6.0, 5.0, 25.0)
 
@@ -92,6 +98,18 @@ def limit(pi: np.ndarray, minimum: np.ndarray) -> np.ndarray:
     return np.asarray([max(x - theta, 0.0) + m for x, m in zip(v, floor)])
 
 
+def limit_rows(pi: np.ndarray, minimum: np.ndarray) -> np.ndarray:
+    """`limit` for every row of a (rows, actions) array at once, with one floor vector for all rows."""
+    v = pi - minimum
+    mass = 1.0 - float(minimum.sum())
+    u = -np.sort(-v, axis=1)
+    t = (np.cumsum(u, axis=1) - mass) / np.arange(1, v.shape[1] + 1)
+    # theta: t at the last sorted position where u - t > 0 (the first position always qualifies)
+    last = v.shape[1] - 1 - np.argmax((u - t > 0)[:, ::-1], axis=1)
+    theta = t[np.arange(v.shape[0]), last]
+    return np.maximum(v - theta[:, None], 0.0) + minimum
+
+
 class CounterRandom:
     """Uniform draws in [0, 1) from a 64-bit key and a counter (SplitMix64): a fixed stream per request id, and
     about ten times cheaper to start than a numpy Generator, which matters at 16 managers per step."""
@@ -99,19 +117,26 @@ class CounterRandom:
     _M1, _M2, _GOLD = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
 
     def __init__(self, key: int):
-        self.key = np.uint64(key & 0xFFFFFFFFFFFFFFFF)
+        self._key_int = key & 0xFFFFFFFFFFFFFFFF
+        self.key = np.uint64(self._key_int)
         self.n = 0
 
     def random(self, size: int | None = None):
-        k = 1 if size is None else size
+        if size is None:                     # one draw: plain integers are cheaper than 8 numpy calls
+            self.n += 1
+            z = (self._key_int + self.n * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+            z ^= z >> 31
+            return (z >> 11) * (1.0 / 9007199254740992.0)
+        k = size
         with np.errstate(over="ignore"):
             z = self.key + (np.arange(self.n + 1, self.n + k + 1, dtype=np.uint64) * self._GOLD)
             z = (z ^ (z >> np.uint64(30))) * self._M1
             z = (z ^ (z >> np.uint64(27))) * self._M2
             z = z ^ (z >> np.uint64(31))
         self.n += k
-        u = (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
-        return float(u[0]) if size is None else u
+        return (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
 
     def integers(self, low: int, high: int, size: int) -> np.ndarray:
         return low + np.minimum((self.random(size) * (high - low)).astype(np.int64), high - low - 1)
@@ -205,7 +230,7 @@ class DemandStats:
         self.m2 = self.m2 + m2b + d * d * self.n * nb / n
         self.n = n
 
-    def thresholds(self, view: ManagerView) -> np.ndarray:
+    def thresholds(self, view: ManagerView, low: float = -Z_TERTILE, high: float = Z_TERTILE) -> np.ndarray:
         """(2 resources, 2 cut points): three equally likely levels of a Gaussian fitted to task demands."""
         if self.n >= 2:
             mean, std = self.mean, np.sqrt(self.m2 / (self.n - 1))
@@ -214,7 +239,7 @@ class DemandStats:
             mean, std = x.mean(axis=1), x.std(axis=1)
         else:
             mean, std = np.full(2, 20.0), np.full(2, 15.0)
-        return np.stack([mean - Z_TERTILE * std, mean + Z_TERTILE * std], axis=1)
+        return np.stack([mean + low * std, mean + high * std], axis=1)
 
 
 def resource_features(cpu_free: np.ndarray, net_free: np.ndarray, cuts: np.ndarray, cap: int) -> tuple:
@@ -329,7 +354,7 @@ def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tup
     out = np.full(n, -1, dtype=np.int64)
     fit = FitMatrix(view)
     cpu_free, net_free = fit.cpu_free, fit.net_free
-    cuts = tables.stats.thresholds(view)
+    cuts = tables.stats.thresholds(view, s.level_low, s.level_high)
     used_c = 1.0 - cpu_free.sum() / max(view.cpu_capacity.sum(), 1e-9)
     used_n = 1.0 - net_free.sum() / max(view.net_capacity.sum(), 1e-9)
     greedy_only = used_c < s.greedy_below and used_n < s.greedy_below
@@ -339,14 +364,13 @@ def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tup
         types = view.task_type[open_]
         bits = type_bits(types)
         key = (bits, resource_features(cpu_free, net_free, cuts, s.count_cap))
-        best_u = np.full(N_TYPES, -np.inf)
-        np.maximum.at(best_u, types, view.task_utility[open_])
         actions = bits_actions(bits)
         if greedy_only:
+            best_u = np.full(N_TYPES, -np.inf)
+            np.maximum.at(best_u, types, view.task_utility[open_])
             a = int(max(actions[:-1], key=lambda t: best_u[t]))
         else:
-            pi = mt.policy1(key)[actions]
-            a = int(actions[min(int(np.searchsorted(np.cumsum(pi), rng.random() * pi.sum())), len(actions) - 1)])
+            a = _draw(mt.policy1(key).tolist(), actions, rng.random())
         if a == VOID:
             trace.append(Learning1Step(key, a, 0.0))
             break
@@ -358,6 +382,18 @@ def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tup
         trace.append(Learning1Step(key, a, float(view.task_utility[i])))
         open_ = fit.any_node()
     return out, trace
+
+
+def _draw(pi: list, actions: list, u: float) -> int:
+    """The action at u of the cumulative distribution pi[actions] (plain Python: at most 5 entries)."""
+    probs = [pi[a] for a in actions]
+    x = u * sum(probs)
+    acc = 0.0
+    for a, p in zip(actions, probs):
+        acc += p
+        if acc >= x:
+            return a
+    return actions[-1]
 
 
 def random_neighbors(view: ManagerView, idx: np.ndarray, rng: CounterRandom) -> np.ndarray:
@@ -446,11 +482,12 @@ class DsrapLearner:
         cached = self._p_cache.get(j)
         if cached is not None and cached[0] is view:
             return cached[1]
-        if self.first != "learning1":
+        if self.first != "learning1" or self.tables.settings.p_allocation == "observed":
             p = (mt.taken + 1.0) / (mt.seen + 2.0)
         else:
             s = self.tables.settings
-            s_c = resource_features(view.cpu_free, view.net_free, self.tables.stats.thresholds(view), s.count_cap)
+            s_c = resource_features(view.cpu_free, view.net_free, self.tables.stats.thresholds(view, s.level_low, s.level_high),
+                                      s.count_cap)
             p = np.full(N_TYPES, 0.5)
             for ttype in range(N_TYPES):
                 counts = mt.state_counts[ttype]
@@ -587,8 +624,8 @@ class DsrapLearner:
         q[keys] = (1.0 - alpha) * q[keys] + alpha * mean_r
         if zeta is None:
             return
-        minimum = np.full(mt.q2.shape[2], eps)
-        for state in np.unique(keys // mt.q2.shape[2]).tolist():
-            t_, w_ = divmod(state, self.tables.settings.max_wait + 1)
-            pi, qs = mt.pi2[t_, w_], mt.q2[t_, w_]
-            pi[:] = limit(pi + zeta * (qs - float(pi @ qs)), minimum)
+        d = mt.q2.shape[2]
+        states = np.unique(keys // d)
+        pi2, q2 = mt.pi2.reshape(-1, d), mt.q2.reshape(-1, d)
+        pi, qs = pi2[states], q2[states]
+        pi2[states] = limit_rows(pi + zeta * (qs - (pi * qs).sum(axis=1, keepdims=True)), np.full(d, eps))
