@@ -64,6 +64,9 @@ class FalSettings:
     max_wait: int = 10
     # p_j(x) of Eq. 6 for BDL: "eq7" (Eq. 7 from pi1) or "observed" (j's allocation rate, as SDL)
     p_allocation: str = "eq7"
+    # Learning1's PGA step uses (Q - mean Q) / pga_scale1: 1 is Algorithm 2 as written; Q is in utility-rate units
+    # there (up to ~25 per allocation), so one update can move pi1 from one corner of the simplex to another
+    pga_scale1: float = 1.0
     # Unseen Learning1 states start greedy: the type ranked highest here (the types' mean utility rates, Sec. 5.1)
     type_utility: tuple = (1.0, 6.0, 5.0, 25.0)
 
@@ -321,12 +324,61 @@ class DsrapTables:
 
     def __init__(self, settings: FalSettings):
         self.settings = settings
+        self.initial: dict[str, np.ndarray] | None = None   # tables every episode starts from (a loaded model)
         self.reset()
 
     def reset(self) -> None:
         self.managers: dict[int, ManagerTables] = {}
         self.stats = DemandStats()
         self.views: dict[int, ManagerView] = {}    # each manager's latest local view (after its decision)
+        if self.initial is not None:
+            self._restore(self.initial)
+
+    # ---- as a model artifact: plain arrays, one group per manager (policy_engine.artifact saves them)
+
+    def to_tensors(self) -> dict[str, np.ndarray]:
+        width = 1 + LEVELS * LEVELS
+        out = {"manager_ids": np.asarray(sorted(self.managers), dtype=np.int64),
+               "stats": np.asarray([self.stats.n, *self.stats.mean, *self.stats.m2], dtype=np.float64)}
+        for c, m in sorted(self.managers.items()):
+            keys = sorted(m.pi1)
+            out[f"m{c}.l1_keys"] = np.asarray([[k[0], *k[1]] for k in keys], dtype=np.int64).reshape(-1, width)
+            out[f"m{c}.pi1"] = np.asarray([m.pi1[k] for k in keys], dtype=np.float64).reshape(-1, N_TYPES + 1)
+            out[f"m{c}.q1"] = np.asarray([m.q1.get(k, np.zeros(N_TYPES + 1)) for k in keys],
+                                         dtype=np.float64).reshape(-1, N_TYPES + 1)
+            out[f"m{c}.q2"], out[f"m{c}.pi2"] = m.q2, m.pi2
+            out[f"m{c}.seen_taken"] = np.stack([m.seen, m.taken])
+            out[f"m{c}.state_counts"] = np.asarray([[m.state_counts[t][b] for t in range(N_TYPES)]
+                                                    for b in range(1 << N_TYPES)], dtype=np.int64)
+        return out
+
+    def load(self, tensors: dict[str, np.ndarray]) -> None:
+        """Start every episode from these tables (checked here: a wrong shape is a clear error, not a crash)."""
+        self.initial = tensors
+        try:
+            self.reset()
+        except (KeyError, ValueError, IndexError) as e:
+            self.initial = None
+            self.reset()
+            raise ValueError(f"DSRAP tables: not a table set this policy can use ({type(e).__name__}: {e})") from None
+
+    def _restore(self, t: dict[str, np.ndarray]) -> None:
+        st = t["stats"]
+        self.stats = DemandStats(int(st[0]), st[1:3].copy(), st[3:5].copy())
+        for c in t["manager_ids"].tolist():
+            q2, pi2 = t[f"m{c}.q2"], t[f"m{c}.pi2"]
+            if q2.shape != pi2.shape or q2.ndim != 3 or q2.shape[:2] != (N_TYPES, self.settings.max_wait + 1):
+                raise ValueError(f"manager {c}: Learning2 tables of shape {q2.shape}")
+            m = self.managers[c] = ManagerTables(self.settings, q2.shape[2])
+            m.q2, m.pi2 = q2.copy(), pi2.copy()
+            m.seen, m.taken = (x.copy() for x in t[f"m{c}.seen_taken"])
+            for row, pi, q in zip(t[f"m{c}.l1_keys"].tolist(), t[f"m{c}.pi1"], t[f"m{c}.q1"]):
+                key = (row[0], tuple(row[1:]))
+                m.pi1[key], m.q1[key] = pi.copy(), q.copy()
+            for b, row in enumerate(t[f"m{c}.state_counts"].tolist()):
+                for ttype, n in enumerate(row):
+                    if n:
+                        m.state_counts[ttype][b] = n
 
     def of(self, cluster_id: int, degree: int) -> ManagerTables:
         m = self.managers.get(cluster_id)
@@ -578,7 +630,7 @@ class DsrapLearner:
         q[step.action] += s.alpha1 * (step.reward + future - q[step.action])
         avail = np.asarray(actions)
         mean = float(pi[avail] @ q[avail])
-        pi[avail] = limit(pi[avail] + zeta * (q[avail] - mean), mt.minimum1(actions))
+        pi[avail] = limit(pi[avail] + zeta * (q[avail] - mean) / s.pga_scale1, mt.minimum1(actions))
 
     def _learn2(self, view: ManagerView, decision: RouteDecision, zeta: float) -> None:
         """Learning2 for this step's forwards, batched: per (state, neighbour) one Q update with the mean Eq. 6
