@@ -24,7 +24,10 @@ from policy_engine.dsrap import (
     learning1,
     learning2,
     limit,
+    limit_rows,
 )
+from policy_engine.artifact import ArtifactError, save_artifact
+from policy_engine.policy import create
 from policy_engine.engine import clip_manager
 from policy_engine.types import ManagerView, RouteDecision, RouteObservation
 
@@ -147,6 +150,9 @@ def test_limit_projects_onto_the_simplex_with_a_floor():
     y = limit(np.array([0.5, 0.45, 0.05]), np.array([0.1, 0.1, 0.1]))
     assert y == pytest.approx([0.475, 0.425, 0.1])
     assert limit(np.array([0.5, 0.5]), np.array([0.1, 0.1])) == pytest.approx([0.5, 0.5])
+    rows = np.random.default_rng(0).normal(size=(50, 4)) * 2     # Learning2's batched projection: the same points
+    floor = np.full(4, 0.01)
+    assert limit_rows(rows, floor) == pytest.approx(np.stack([limit(r, floor) for r in rows]), abs=1e-12)
 
 
 def test_learning1_starts_greedy_and_follows_a_learned_void_preference():
@@ -194,6 +200,47 @@ def test_learning2_and_eq6_send_tasks_where_they_will_be_allocated():
     assert (sent == 2).sum() >= 27
     # backward exploration: neighbour 2 learnt what sending such a task back to 1 is worth
     assert tables.managers[2].q2[1, 3, 0] == 0.0                            # 1 is full: p_1 = 0, no future
+
+
+def test_bdl_eq6_takes_p_j_from_eq7_or_from_the_observed_allocation_rate():
+    """Eq. 7 weighs pi1's chance of picking the type next: 0.02 for an IO task offered beside a demanding one,
+    although j allocates such tasks 3 times in 4; `p_allocation=observed` uses that rate, as SDL does."""
+    for mode, expected in (("eq7", 0.02), ("observed", (3 + 1) / (4 + 2))):
+        tables = DsrapTables(FalSettings(p_allocation=mode))
+        learner = DsrapLearner(tables, "learning1", "learning2")
+        mt = tables.of(2, 1)
+        mt.seen[1], mt.taken[1] = 4, 3
+        mt.state_counts[1][0b1010] = 5                       # IO was on offer beside a demanding task
+        tables.views[2] = view([100], [100], [], neighbors=(1,), cluster_id=2)
+        r = learner.rewards(2, np.array([1]), np.array([20.0]), np.array([20.0]), np.array([3]))
+        assert r == pytest.approx([expected])
+
+
+def test_learned_tables_are_a_checked_artifact_that_later_episodes_start_from(tmp_path):
+    sc = get_scenario("dsrap-heavy", steps=40, window=20)
+    with make_driver("bdl") as d:
+        sc.play(d, 0)
+        learned = d.engine.policy.tables.to_tensors()
+    assert learned["manager_ids"].tolist() == list(range(1, 17)) and learned["m5.pi1"].shape[1] == 5
+    path = tmp_path / "bdl.safetensors"
+    save_artifact(path, learned, {"policy": "bdl", "settings": FalSettings(eps_void=0.005).as_dict(), "seed": 0})
+    warm = create("bdl", model=str(path))
+    assert warm.model_checksum and warm.settings.eps_void == 0.005            # the artifact's settings
+    assert create("bdl", model=str(path), eps_void=0.02).settings.eps_void == 0.02
+    with make_driver("bdl", model=str(path)) as d:                           # an episode changes the tables ...
+        sc.play(d, 1)
+        tables = d.engine.policy.tables
+        assert not np.array_equal(tables.to_tensors()["m5.q2"], learned["m5.q2"])
+        tables.reset()                                                       # ... the next starts from the file
+        again = tables.to_tensors()
+    assert sorted(again) == sorted(learned) and all(np.array_equal(again[k], learned[k]) for k in learned)
+    with pytest.raises(ArtifactError, match="for policy 'bdl'"):
+        create("sdl", model=str(path))
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF
+    (tmp_path / "bad.safetensors").write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match="checksum"):
+        create("bdl", model=str(tmp_path / "bad.safetensors"))
 
 
 def test_engine_clips_what_a_manager_decision_cannot_do():
