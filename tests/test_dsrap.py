@@ -206,7 +206,7 @@ def test_bdl_eq6_takes_p_j_from_eq7_or_from_the_observed_allocation_rate():
     """Eq. 7 weighs pi1's chance of picking the type next: 0.02 for an IO task offered beside a demanding one,
     although j allocates such tasks 3 times in 4; `p_allocation=observed` uses that rate, as SDL does."""
     for mode, expected in (("eq7", 0.02), ("observed", (3 + 1) / (4 + 2))):
-        tables = DsrapTables(FalSettings(p_allocation=mode))
+        tables = DsrapTables(FalSettings(p_allocation=mode, eps_type=0.02))
         learner = DsrapLearner(tables, "learning1", "learning2")
         mt = tables.of(2, 1)
         mt.seen[1], mt.taken[1] = 4, 3
