@@ -675,14 +675,15 @@ class DsrapLearner:
     def _batch_update(self, mt: ManagerTables, ttype, w, k, r, zeta, eps) -> None:
         alpha = self.tables.settings.alpha2
         flat = (ttype * (self.tables.settings.max_wait + 1) + w) * mt.q2.shape[2] + k
-        keys, inverse = np.unique(flat, return_inverse=True)
-        mean_r = np.bincount(inverse, weights=r) / np.bincount(inverse)
         q = mt.q2.reshape(-1)
+        counts = np.bincount(flat, minlength=q.size)       # the table is small (<= 4 x 11 x degree): bincount
+        keys = np.flatnonzero(counts)                        # beats np.unique's sort
+        mean_r = np.bincount(flat, weights=r, minlength=q.size)[keys] / counts[keys]
         q[keys] = (1.0 - alpha) * q[keys] + alpha * mean_r
         if zeta is None:
             return
         d = mt.q2.shape[2]
-        states = np.unique(keys // d)
+        states = np.flatnonzero(counts.reshape(-1, d).any(axis=1))
         pi2, q2 = mt.pi2.reshape(-1, d), mt.q2.reshape(-1, d)
         pi, qs = pi2[states], q2[states]
         pi2[states] = limit_rows(pi + zeta * (qs - (pi * qs).sum(axis=1, keepdims=True)), np.full(d, eps))

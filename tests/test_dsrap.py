@@ -312,3 +312,29 @@ def test_cli_compare_json_records_the_chosen_values(capsys):
     assert out["params"]["task_types"]["demanding"] == {"cpu": 47, "network": 43, "utility_rate": 25,
                                                         "service_time": 50}
     assert set(out["policies"]["sdl"]) >= {"utility_rate", "cpu", "network", "hops", "abandoned_demanding"}
+
+
+def test_benchmark_single_seed_runs_joined_are_the_compare_commands_episodes(capsys, tmp_path):
+    """benchmarks/dsrap_tables.py run one seed per process and joined with --combine gives the episodes of
+    `emulator compare --episodes 2` (seeds 0 and 1), number for number."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "dsrap_tables.py"
+    spec = importlib.util.spec_from_file_location("dsrap_tables", path)
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    common = ["--loads", "heavy", "--approaches", "bdl", "--steps", "30", "--window", "20", "--models", ""]
+    for k in (0, 1):
+        tables.main([*common, "--seed", str(k), "--out", str(tmp_path / f"s{k}")])
+    tables.main([*common, "--episodes", "2", "--out", str(tmp_path / "all"),
+                 "--combine", f"{tmp_path / 's1'},{tmp_path / 's0'}", "--saved-only"])
+    capsys.readouterr()
+    joined = json.loads((tmp_path / "all" / "summary.json").read_text())["summary"]["heavy"]["bdl"]
+    emulator_main(["compare", "--scenario", "dsrap-heavy", "--param", "steps=30", "--param", "window=20",
+                   "--policies", "bdl", "--episodes", "2", "--json", "--no-progress"])
+    compare = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["policies"]["bdl"]
+    assert joined["episodes"] == 2
+    for key in ("utility_rate", "cpu", "hops", "abandoned_total"):
+        assert joined[key]["mean"] == pytest.approx(compare[key]["mean"]) and \
+            joined[key]["std"] == pytest.approx(compare[key]["std"]), key
