@@ -28,7 +28,8 @@ import numpy as np
 
 from policy_engine.learning import DEFAULT_CAPACITY, LearningLoop
 from policy_engine.locality import AskOnNode, place
-from policy_engine.policy import ROUTE, SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, make_learner
+from policy_engine.policy import (ROUTE, SCHEDULE, SCHEDULING_OPPORTUNITIES, ObservationMismatch, Policy,
+                                  make_learner)
 from policy_engine.types import (
     Assignment,
     Event,
@@ -390,6 +391,13 @@ class Engine:
     def route(self, obs: RouteObservation) -> RouteDecision:
         if ROUTE not in self.policy.capabilities:
             raise NotImplementedError(f"policy {self.policy.name!r} does not route jobs to clusters")
+        observes = getattr(self.policy, "route_observes", "jobs")
+        if (obs.manager is not None) != (observes == "manager"):
+            raise ObservationMismatch(
+                f"policy {self.policy.name!r} decides for DSRAP cluster managers: the request needs `manager`"
+                if observes == "manager" else
+                f"policy {self.policy.name!r} routes buffered jobs to clusters: a DSRAP `manager` request is not "
+                "for it")
         if obs.sequence is None:
             obs.sequence = sequence_from_request_id(obs.request_id)
         decision = self.policy.route(obs)

@@ -13,6 +13,7 @@ port under the same policy. SIGHUP (or --watch) reloads the --model file in plac
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import signal
@@ -33,7 +34,7 @@ from policy_engine.codec import (
     parse_schedule_request,
 )
 from policy_engine.engine import Engine, EngineMetrics
-from policy_engine.policy import REPORT_CAPABILITY, Policy
+from policy_engine.policy import REPORT_CAPABILITY, ObservationMismatch, Policy
 from policy_engine.proto import SERVICE_NAME, pb, pb_grpc
 from policy_engine.security import ServerSecurity, TokenAuthInterceptor
 
@@ -93,7 +94,7 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         t0 = time.perf_counter()
         try:
             resp = fn(request)
-        except InvalidRequest as e:
+        except (InvalidRequest, ObservationMismatch) as e:
             self.metrics.errors.labels(rpc, "INVALID_ARGUMENT").inc()
             raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
         except NotImplementedError as e:
@@ -163,6 +164,85 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         context.set_trailing_metadata((("yarnrl-asks-total", str(self.engine.asks_seen)),
                                        ("yarnrl-asks-with-blocks", str(self.engine.asks_with_blocks))))
         return self.info_message()
+
+
+class _Malformed:
+    """What a request that did not parse as its message is handed to the handler as (StrictDecoding)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str):
+        self.error = error
+
+
+def _tolerant(deserializer):
+    def parse(data: bytes):
+        try:
+            return deserializer(data)
+        except Exception as e:  # DecodeError and whatever else a message parser raises on bytes it does not expect
+            return _Malformed(f"{type(e).__name__}: {one_line_error(e)}")
+    return parse
+
+
+def one_line_error(e: BaseException) -> str:
+    return " ".join(str(e).split())[:300]
+
+
+class StrictDecoding(grpc.aio.ServerInterceptor):
+    """A request that does not parse as its message is answered INVALID_ARGUMENT, on every service of the server
+    (ours, health, reflection). gRPC's own answer would be UNKNOWN ("Unexpected DecodeError"), which a caller
+    cannot tell from a bug in the engine; the fuzzer (benchmarks/fuzz.py) found it."""
+
+    def __init__(self, metrics: EngineMetrics | None = None):
+        self.metrics = metrics
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        if handler is None or handler.request_deserializer is None:
+            return handler  # not ours to change (unknown method: UNIMPLEMENTED), or raw bytes (Schedule)
+        method = details.method
+        metrics = self.metrics
+
+        async def refuse(context, request: _Malformed):
+            if metrics is not None:
+                metrics.errors.labels(method.rsplit("/", 1)[-1].lower(), "INVALID_ARGUMENT").inc()
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method}: malformed request ({request.error})")
+
+        def checked(request_iterator, context):
+            async def gen():
+                async for r in request_iterator:
+                    if isinstance(r, _Malformed):
+                        await refuse(context, r)
+                    yield r
+            return gen()
+
+        kind, behaviour = _handler_kind(handler)
+        if kind in ("unary_unary", "unary_stream"):
+            if inspect.isasyncgenfunction(behaviour):
+                async def wrapped(request, context):
+                    if isinstance(request, _Malformed):
+                        await refuse(context, request)
+                    async for r in behaviour(request, context):
+                        yield r
+            else:
+                async def wrapped(request, context):
+                    if isinstance(request, _Malformed):
+                        await refuse(context, request)
+                    return await behaviour(request, context)
+        elif inspect.isasyncgenfunction(behaviour):
+            async def wrapped(request_iterator, context):
+                async for r in behaviour(checked(request_iterator, context), context):
+                    yield r
+        else:
+            async def wrapped(request_iterator, context):
+                return await behaviour(checked(request_iterator, context), context)
+        return handler._replace(request_deserializer=_tolerant(handler.request_deserializer), **{kind: wrapped})
+
+
+def _handler_kind(handler) -> tuple[str, object]:
+    kind = {(False, False): "unary_unary", (False, True): "unary_stream", (True, False): "stream_unary",
+            (True, True): "stream_stream"}[(bool(handler.request_streaming), bool(handler.response_streaming))]
+    return kind, getattr(handler, kind)
 
 
 def _request_id(data: bytes) -> str:
@@ -235,9 +315,10 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
             labeler = LocalityLabeler(registry=metrics.registry)
             engine.annotators.append(labeler.annotate)
             engine.event_annotators.append(labeler.label)
-    interceptors = []
-    if security.token:
+    interceptors: list = []
+    if security.token:  # first: an unauthenticated caller's bytes are never parsed
         interceptors.append(TokenAuthInterceptor(security.token, metrics.unauthenticated))
+    interceptors.append(StrictDecoding(metrics))
     server = grpc.aio.server(interceptors=interceptors, options=[
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

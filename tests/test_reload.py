@@ -168,3 +168,27 @@ def test_reload_hands_a_learning_policy_a_new_learner(tmp_path):
     engine.close()
     with pytest.raises(ValueError, match="cannot swap"):
         engine.swap_policy(create("fifo"))
+
+
+def test_a_reload_that_would_resume_from_save_to_instead_of_the_new_file_is_refused(tmp_path):
+    """CLQLMRS with save_to resumes from that file (a restarted learner); a reload that would silently serve it
+    instead of the new --model is refused, saying why, and the old model keeps serving."""
+    import asyncio
+
+    from policy_engine.engine import Engine
+    from policy_engine.policy import create
+    from policy_engine.reload import ModelReloader
+
+    model, saved = tmp_path / "q.safetensors", tmp_path / "learned.safetensors"
+    v1, t = clqlmrs_model(model, 1.0, 1)
+    install(t, model)
+    _, t = clqlmrs_model(saved, 5.0, 5)
+    install(t, saved)
+    options = {"save_to": str(saved)}
+    engine = Engine(create("clqlmrs", model=str(model)))
+    _, t = clqlmrs_model(model, 2.0, 2)
+    install(t, model)
+    reloader = ModelReloader(engine, model, lambda path: create("clqlmrs", model=path, **options))
+    assert asyncio.run(reloader.reload("test")) is False
+    assert reloader.refused == 1 and "save_to" in reloader.last_error
+    assert engine.policy.model_version == v1

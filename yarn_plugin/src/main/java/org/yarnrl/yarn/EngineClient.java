@@ -7,11 +7,13 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.health.v1.HealthCheckRequest;
 import io.grpc.health.v1.HealthCheckResponse;
 import io.grpc.health.v1.HealthGrpc;
+import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -58,6 +60,7 @@ class EngineClient implements AutoCloseable {
   private final LongSupplier clock;
   private final ManagedChannel channel;
   private final PolicyEngineGrpc.PolicyEngineBlockingStub stub;
+  private final PolicyEngineGrpc.PolicyEngineStub asyncStub;
   private final HealthGrpc.HealthBlockingStub health;
   private final EngineChannels channels;
   private final RlSchedulerMetrics metrics;
@@ -95,6 +98,7 @@ class EngineClient implements AutoCloseable {
     this.channels = channels;
     this.channel = channels.open(address);
     this.stub = channels.withToken(PolicyEngineGrpc.newBlockingStub(channel));
+    this.asyncStub = channels.withToken(PolicyEngineGrpc.newStub(channel));
     this.health = channels.withToken(HealthGrpc.newBlockingStub(channel));
     this.pendingEvents = new ArrayBlockingQueue<>(Math.max(16, reportQueueCapacity));
     this.reportIntervalMillis = reportIntervalMillis;
@@ -130,13 +134,68 @@ class EngineClient implements AutoCloseable {
           stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS).schedule(request);
       return response;
     } catch (StatusRuntimeException e) {
-      Status.Code code = e.getStatus().getCode();
-      Failure f = code == Status.Code.DEADLINE_EXCEEDED ? Failure.TIMEOUT
-          : code == Status.Code.UNAVAILABLE ? Failure.UNAVAILABLE : Failure.ERROR;
-      String security = securityProblem(e);
-      throw new CallFailed(f, code + ": " + e.getStatus().getDescription()
-          + (security == null ? "" : " (" + security + ")"), e);
+      throw failed(e.getStatus(), e);
     }
+  }
+
+  /**
+   * Schedule without waiting: the answer (or why there is none) is handed to {@code done} on a gRPC thread, never
+   * the caller's. The call carries the same deadline as {@link #schedule}; the caller holds no lock while it runs.
+   */
+  void scheduleAsync(ScheduleRequest request, BiConsumer<ScheduleResponse, CallFailed> done) {
+    asyncStub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS).schedule(request,
+        new StreamObserver<ScheduleResponse>() {
+          private ScheduleResponse response;
+
+          @Override
+          public void onNext(ScheduleResponse value) {
+            response = value;
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            Status status = Status.fromThrowable(t);
+            done.accept(null, failed(status, t));
+          }
+
+          @Override
+          public void onCompleted() {
+            done.accept(response, response == null
+                ? new CallFailed(Failure.ERROR, "no answer in a completed call", null) : null);
+          }
+        });
+  }
+
+  private CallFailed failed(Status status, Throwable cause) {
+    Status.Code code = status.getCode();
+    Failure f = code == Status.Code.DEADLINE_EXCEEDED ? Failure.TIMEOUT
+        : code == Status.Code.UNAVAILABLE ? Failure.UNAVAILABLE : Failure.ERROR;
+    // a TLS or token refusal says which setting to fix (logged once per distinct problem)
+    String security = securityProblem(cause instanceof StatusRuntimeException ? (StatusRuntimeException) cause
+        : status.asRuntimeException());
+    return new CallFailed(f, code + ": " + status.getDescription() + (security == null ? "" : " (" + security + ")"),
+        cause);
+  }
+
+  /**
+   * Runs {@code onLost} (on a gRPC thread) each time the channel leaves READY: the engine went away or restarted,
+   * and whoever answers next must be asked its protocol version again ({@link EngineHandshake}).
+   */
+  void onConnectionLost(Runnable onLost) {
+    watch(channel.getState(false), onLost);
+  }
+
+  private void watch(ConnectivityState seen, Runnable onLost) {
+    if (closed) {
+      return;
+    }
+    channel.notifyWhenStateChanged(seen, () -> {
+      ConnectivityState now = channel.getState(false);
+      if (seen == ConnectivityState.READY && now != ConnectivityState.READY) {
+        onLost.run();
+      }
+      watch(now, onLost);
+    });
   }
 
   GetInfoResponse info(long timeoutMillis) {
@@ -202,6 +261,10 @@ class EngineClient implements AutoCloseable {
       }
     }
     return problem;
+  }
+
+  boolean isActive() {
+    return active;
   }
 
   /** Whether this client is the one the metrics and logs follow (see {@link EngineFailover}). */

@@ -82,6 +82,7 @@ final class EngineFailover implements AutoCloseable {
   private volatile int active;
   /** The engine the last schedule() went to: its breaker gets that call's outcome. */
   private EngineClient lastUsed;
+  private volatile java.util.function.Predicate<EngineClient> ready = c -> true;
 
   EngineFailover(List<String> addresses, EngineChannels channels, long deadlineMillis, int failureThreshold,
       long openMillis, long reportIntervalMillis, int reportQueueCapacity, RlSchedulerMetrics metrics,
@@ -166,11 +167,23 @@ final class EngineFailover implements AutoCloseable {
   }
 
   synchronized void recordSuccess() {
-    (lastUsed != null ? lastUsed : endpoints.get(active).client).recordSuccess();
+    recordSuccess(lastUsed);
   }
 
   synchronized void recordFailure(String why) {
-    EngineClient used = lastUsed != null ? lastUsed : endpoints.get(active).client;
+    recordFailure(lastUsed, why);
+  }
+
+  /** The answer of {@code used} (null: the active engine) was applied. */
+  synchronized void recordSuccess(EngineClient used) {
+    (used != null ? used : endpoints.get(active).client).recordSuccess();
+  }
+
+  /** The call to {@code used} (null: the active engine) failed; its breaker opening moves to another engine. */
+  synchronized void recordFailure(EngineClient used, String why) {
+    if (used == null) {
+      used = endpoints.get(active).client;
+    }
     used.recordFailure(why);
     if (used == endpoints.get(active).client && used.breakerState() == EngineClient.Breaker.OPEN) {
       int next = firstUsable(active);
@@ -178,6 +191,38 @@ final class EngineFailover implements AutoCloseable {
         switchTo(next, used.address() + " circuit breaker opened (" + why + ")");
       }
     }
+  }
+
+  /** The active engine: the one the next ask goes to. */
+  EngineClient current() {
+    return endpoints.get(active).client;
+  }
+
+  /** Every engine, in list order. */
+  List<EngineClient> clients() {
+    List<EngineClient> out = new ArrayList<>();
+    for (Endpoint e : endpoints) {
+      out.add(e.client);
+    }
+    return out;
+  }
+
+  /**
+   * A further condition for an engine to be failed over to (the caller's protocol handshake with it succeeded);
+   * set once, before the first heartbeat.
+   */
+  void setReady(java.util.function.Predicate<EngineClient> ready) {
+    this.ready = ready;
+  }
+
+  /** Leave the active engine for the first usable other one, if there is one (e.g. its handshake is not done). */
+  synchronized boolean switchAway(String why) {
+    int next = firstUsable(active);
+    if (next < 0) {
+      return false;
+    }
+    switchTo(next, why);
+    return true;
   }
 
   /** Feedback goes to the engine active now (its learner is the one whose decisions these are). */
@@ -220,7 +265,7 @@ final class EngineFailover implements AutoCloseable {
     for (int i = 0; i < endpoints.size(); i++) {
       Endpoint e = endpoints.get(i);
       if (i != exclude && e.health == EngineClient.Health.SERVING
-          && e.client.breakerState() != EngineClient.Breaker.OPEN) {
+          && e.client.breakerState() != EngineClient.Breaker.OPEN && ready.test(e.client)) {
         return i;
       }
     }
@@ -311,7 +356,7 @@ final class EngineFailover implements AutoCloseable {
     for (int i = 0; i < active; i++) {
       Endpoint e = endpoints.get(i);
       if (e.health == EngineClient.Health.SERVING && now - e.servingSince >= failbackMillis
-          && e.client.breakerState() != EngineClient.Breaker.OPEN) {
+          && e.client.breakerState() != EngineClient.Breaker.OPEN && ready.test(e.client)) {
         switchTo(i, "failback: " + e.client.address() + " SERVING for " + (now - e.servingSince) + " ms");
         return;
       }

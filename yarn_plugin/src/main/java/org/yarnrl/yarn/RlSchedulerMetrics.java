@@ -20,6 +20,10 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   final LongAdder fallbacksError = new LongAdder();
   final LongAdder fallbacksInvalidAnswer = new LongAdder();
   final LongAdder fallbacksBreakerOpen = new LongAdder();
+  final LongAdder fallbacksVersionMismatch = new LongAdder();
+  volatile String engineProtocolVersion = "";
+  volatile String handshakeState = "DISABLED";
+  final LongAdder asksInFlight = new LongAdder();
   final LongAdder reportEventsSent = new LongAdder();
   final LongAdder reportEventsDropped = new LongAdder();
   final LongAdder reportFailures = new LongAdder();
@@ -84,7 +88,27 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public long getFallbacks() {
     return getFallbacksTimeout() + getFallbacksUnavailable() + getFallbacksError() + getFallbacksInvalidAnswer()
-        + getFallbacksBreakerOpen();
+        + getFallbacksBreakerOpen() + getFallbacksVersionMismatch();
+  }
+
+  @Override
+  public long getFallbacksVersionMismatch() {
+    return fallbacksVersionMismatch.sum();
+  }
+
+  @Override
+  public String getEngineProtocolVersion() {
+    return engineProtocolVersion;
+  }
+
+  @Override
+  public String getHandshakeState() {
+    return handshakeState;
+  }
+
+  @Override
+  public long getAsksInFlight() {
+    return asksInFlight.sum();
   }
 
   @Override
@@ -145,8 +169,10 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
         + getEngineContainers() + " nativeHeartbeats=" + getNativeHeartbeats() + " nativeContainers="
         + getNativeContainers() + " fallbacks=" + getFallbacks() + " (timeout=" + getFallbacksTimeout()
         + " unavailable=" + getFallbacksUnavailable() + " error=" + getFallbacksError() + " invalid="
-        + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + ") reportEventsSent="
+        + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + " versionMismatch="
+        + getFallbacksVersionMismatch() + ") reportEventsSent="
         + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState()
-        + " engine=" + getEngineAddress() + " failovers=" + getFailovers() + " health=" + getEngineHealth();
+        + " handshake=" + getHandshakeState() + " engine=" + getEngineAddress() + " failovers=" + getFailovers()
+        + " health=" + getEngineHealth();
   }
 }
