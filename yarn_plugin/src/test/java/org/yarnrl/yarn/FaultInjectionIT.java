@@ -87,7 +87,9 @@ class FaultInjectionIT {
     Configuration settings = new Configuration(false);
     settings.set(YarnConfiguration.RM_SCHEDULER, RlScheduler.class.getName());
     settings.set(RlScheduler.ENGINE_ADDRESS, proxy.address() + "," + engineB.address());
-    settings.setLong(RlScheduler.DEADLINE_MS, Long.getLong("yarnrl.it.deadline-ms", 50));
+    // 250 ms: a loaded CI machine misses 50 ms now and then, which would read as a fallback after a recovery; the
+    // slow case adds 500 ms each way, far past it
+    settings.setLong(RlScheduler.DEADLINE_MS, Long.getLong("yarnrl.it.fault-deadline-ms", 250));
     settings.setLong(RlScheduler.BREAKER_OPEN_MS, 2000);
     settings.setLong(EngineFailover.HEALTH_INTERVAL_MS, 500);
     settings.setLong(EngineFailover.FAILBACK_MS, FAILBACK_MS);
