@@ -343,14 +343,16 @@ class DsrapTables:
 
     def to_tensors(self) -> dict[str, np.ndarray]:
         width = 1 + LEVELS * LEVELS
+        key_type = np.uint8 if self.settings.count_cap < 256 else np.int64
         out = {"manager_ids": np.asarray(sorted(self.managers), dtype=np.int64),
                "stats": np.asarray([self.stats.n, *self.stats.mean, *self.stats.m2], dtype=np.float64)}
         for c, m in sorted(self.managers.items()):
             keys = sorted(m.pi1)
-            out[f"m{c}.l1_keys"] = np.asarray([[k[0], *k[1]] for k in keys], dtype=np.int64).reshape(-1, width)
-            out[f"m{c}.pi1"] = np.asarray([m.pi1[k] for k in keys], dtype=np.float64).reshape(-1, N_TYPES + 1)
+            # ~10 000 Learning1 states per manager: small types keep a heavy episode's tables near 7 MB, not 24
+            out[f"m{c}.l1_keys"] = np.asarray([[k[0], *k[1]] for k in keys], dtype=key_type).reshape(-1, width)
+            out[f"m{c}.pi1"] = np.asarray([m.pi1[k] for k in keys], dtype=np.float32).reshape(-1, N_TYPES + 1)
             out[f"m{c}.q1"] = np.asarray([m.q1.get(k, np.zeros(N_TYPES + 1)) for k in keys],
-                                         dtype=np.float64).reshape(-1, N_TYPES + 1)
+                                         dtype=np.float32).reshape(-1, N_TYPES + 1)
             out[f"m{c}.q2"], out[f"m{c}.pi2"] = m.q2, m.pi2
             out[f"m{c}.seen_taken"] = np.stack([m.seen, m.taken])
             out[f"m{c}.state_counts"] = np.asarray([[m.state_counts[t][b] for t in range(N_TYPES)]
@@ -377,9 +379,9 @@ class DsrapTables:
             m = self.managers[c] = ManagerTables(self.settings, q2.shape[2])
             m.q2, m.pi2 = q2.copy(), pi2.copy()
             m.seen, m.taken = (x.copy() for x in t[f"m{c}.seen_taken"])
-            for row, pi, q in zip(t[f"m{c}.l1_keys"].tolist(), t[f"m{c}.pi1"], t[f"m{c}.q1"]):
+            for row, pi, q in zip(t[f"m{c}.l1_keys"].astype(np.int64).tolist(), t[f"m{c}.pi1"], t[f"m{c}.q1"]):
                 key = (row[0], tuple(row[1:]))
-                m.pi1[key], m.q1[key] = pi.copy(), q.copy()
+                m.pi1[key], m.q1[key] = pi.astype(np.float64), q.astype(np.float64)
             for b, row in enumerate(t[f"m{c}.state_counts"].tolist()):
                 for ttype, n in enumerate(row):
                     if n:
