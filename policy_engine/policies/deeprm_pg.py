@@ -26,7 +26,7 @@ from policy_engine.artifact import ArtifactError, load_artifact
 from policy_engine.features.deeprm import BACKLOG, SLOT_TAG, ImageSpec, num_slots, since_newest_ask, slot_asks
 from policy_engine.policies.deeprm_random import request_rng
 from policy_engine.policies.rl_fc import single_threaded_blas
-from policy_engine.policy import SCHEDULE, Policy, register
+from policy_engine.policy import SCHEDULE, ObservationMismatch, Policy, register
 from policy_engine.types import Ask, Assignment, Locality, ScheduleDecision, ScheduleObservation
 
 POLICY_NAME = "deeprm-pg"
@@ -175,7 +175,7 @@ class DeepRMPgPolicy(Policy):
         m = spec.num_slots
         stated = num_slots(obs, default=m)
         if stated != m:
-            raise ValueError(f"deeprm-pg model was trained for {m} job slots; the observation has {stated}")
+            raise ObservationMismatch(f"deeprm-pg model was trained for {m} job slots; the observation has {stated}")
         h = spec.time_horizon
         slots: list[Ask | None] = slot_asks(obs, m)
         backlog = [a for a in obs.asks if a.job is not None and a.job.tags.get(SLOT_TAG) == BACKLOG
