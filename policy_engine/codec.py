@@ -224,7 +224,7 @@ class ScheduleDecoder:
         self.hits = self.misses = self.tail_hits = 0
 
     def decode(self, data: bytes) -> ScheduleObservation:
-        head = _split_head(data)
+        head = split_head(data)
         if head is not None:
             request_id, node_raw, tail_at = head
             cached = self._tails.get(data[tail_at:])
@@ -279,7 +279,7 @@ class ScheduleDecoder:
         return ScheduleObservation(node=node, asks=asks, cluster=cluster, request_id=request_id)
 
 
-def _split_head(data: bytes):
+def split_head(data: bytes):
     """(request_id, node, offset of what follows) when the request starts with an optional request id (field 1)
     and then the node (field 2), both short enough for a 1- or 2-byte length; else None."""
     pos = 0
