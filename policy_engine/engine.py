@@ -387,7 +387,11 @@ class Engine:
         if not (0 <= decision.job_index < len(obs.jobs)):
             raise RuntimeError(f"policy {self.policy.name!r} chose job index {decision.job_index} "
                                f"of a buffer of {len(obs.jobs)}")
-        if all(c.cluster_id != decision.cluster_id for c in obs.clusters):
+        cluster_id = decision.cluster_id
+        for c in obs.clusters:
+            if c.cluster_id == cluster_id:
+                break
+        else:
             raise RuntimeError(f"policy {self.policy.name!r} chose unknown cluster {decision.cluster_id}")
         if self.metrics is not None:
             self.metrics.decided("route", self.policy.name)

@@ -23,7 +23,8 @@ def mean_occupation(cluster: ClusterState, window: int = WINDOW) -> float:
     if h.size == 0:
         cap = cluster.current_capacity or cluster.capacity
         return 1.0 - cluster.available / cap if cap else 1.0
-    h = h[-window:]
+    if h.size > window:
+        h = h[-window:]
     return float(_sum(h, dtype=np.float64)) / h.size
 
 

@@ -91,6 +91,18 @@ class EpisodeResult:
         return metrics.ajer(self.ratio_standard)
 
 
+def _fill(occ: np.ndarray, rows: list[memoryview], c: int, start: int, stop: int, ratio: float) -> None:
+    """occ[c, start:stop] = ratio. Most runs are a few steps long (the ratio changes with every start and finish),
+    where item writes through a memoryview cost a fraction of one numpy slice assignment; both round the float to
+    float32 alike."""
+    if stop - start <= 8:
+        row = rows[c]
+        for k in range(start, stop):
+            row[k] = ratio
+    else:
+        occ[c, start:stop] = ratio
+
+
 class MultiClusterSim:
     """One federation and workload family; `reset(seed)` draws an episode, `step(decision)` routes one job.
 
@@ -139,13 +151,15 @@ class MultiClusterSim:
         self._cap = list(fed.capacities)                       # in effect (elastic expansion included)
         self._busy = [0] * c
         self._missed = [0] * c
-        self._elastic = [i for i, e in enumerate(fed.is_elastic) if e]
+        self._is_elastic = fed.is_elastic
+        self._elastic = [i for i, e in enumerate(self._is_elastic) if e]
         self._max_capacity = [cap + (fed.elastic_max if e else 0) for cap, e in zip(fed.capacities, fed.is_elastic)]
         self._hetero = [float(h) for h in fed.hetero_factors] if fed.hetero_factors is not None else [0.0] * c
         # occupation ratio per cluster per step, written lazily: cluster c's row holds steps < _since[c]; its ratio
         # since then is _ratio[c], to be recomputed first if its executors changed at step _since[c] (_stale[c])
         self._occ = np.zeros((c, 4096), dtype=np.float32)
         self._occ_len = self._occ.shape[1]
+        self._occ_rows = [memoryview(row) for row in self._occ]  # item writes without numpy's per-call cost
         self._ratio = [0.0] * c
         self._since = [0] * c
         self._stale = [False] * c
@@ -158,6 +172,7 @@ class MultiClusterSim:
         self._route_jobs: list[RouteJob | None] = [None] * n
         self._next_arrival = 0
         self._cluster_of = [-1] * n
+        self._counts_on: list[list[int] | None] = [None] * n  # executor counts of a routed job on its cluster
         self._job_missed = [0] * n
         self._ratio_delay: list[list[float]] = [[] for _ in range(n)]
         self._ratio_std: list[list[float]] = [[] for _ in range(n)]
@@ -199,6 +214,7 @@ class MultiClusterSim:
         job = self.buffer.pop(decision.job_index)
         self._route_jobs[job] = None
         self._cluster_of[job] = c
+        self._counts_on[job] = self._dist[job, c].tolist()  # its 10 executor counts there, read per execution
         self.decisions += 1
         t = self.t
         self._request(job, 0, c, self._arrival[job], t)
@@ -248,7 +264,7 @@ class MultiClusterSim:
         self._log_until(t)
         occ = self._occ
         cap, busy, missed, queues = self._cap, self._busy, self._missed, self._queues
-        normal, max_cap, hetero, elastic = self._normal, self._max_capacity, self._hetero, self.federation.is_elastic
+        normal, max_cap, hetero, elastic = self._normal, self._max_capacity, self._hetero, self._is_elastic
         clusters = []
         for i, cid in enumerate(self.cluster_ids):
             free = cap[i] - busy[i]
@@ -349,7 +365,7 @@ class MultiClusterSim:
                 self._ratio[c] = self._busy[c] / self._cap[c]
             if t > self._occ_len:
                 self._grow(t)
-            self._occ[c, since:t] = self._ratio[c]
+            _fill(self._occ, self._occ_rows, c, since, t, self._ratio[c])
             self._since[c] = t
         self._stale[c] = True
 
@@ -357,13 +373,13 @@ class MultiClusterSim:
         """Write every cluster's occupation ratio of the steps before t (nothing changed since its last change)."""
         if t > self._occ_len:
             self._grow(t)
-        occ, since, stale, ratio = self._occ, self._since, self._stale, self._ratio
+        occ, rows, since, stale, ratio = self._occ, self._occ_rows, self._since, self._stale, self._ratio
         for c in range(len(since)):
             if since[c] < t:
                 if stale[c]:
                     ratio[c] = self._busy[c] / self._cap[c]
                     stale[c] = False
-                occ[c, since[c]:t] = ratio[c]
+                _fill(occ, rows, c, since[c], t, ratio[c])
                 since[c] = t
 
     def _grow(self, t: int) -> None:
@@ -371,10 +387,11 @@ class MultiClusterSim:
         grown[:, :self._occ_len] = self._occ
         self._occ = grown
         self._occ_len = grown.shape[1]
+        self._occ_rows = [memoryview(row) for row in grown]
 
     def _request(self, job: int, batch: int, c: int, req_time: int, t: int) -> None:
         """Execution `batch` of `job` asks cluster `c` for its executors (never more than the whole cluster)."""
-        executors = int(self._dist[job, c, self._slots[job][batch]])
+        executors = self._counts_on[job][self._slots[job][batch]]
         normal = self._normal[c]
         self._queues[c].append((job, batch, executors if executors < normal else normal, req_time, t))
         if c not in self._dirty:
