@@ -3,6 +3,8 @@
 In-process, with the engine as `policy-engine serve` runs it (writer thread behind a bounded queue):
   * latency: mean and p99 of Engine.schedule_logged for the Delay policy on a heartbeat with `--asks` pending map
     asks (3 hosts + 2 racks + HDFS blocks each), with no log, and with a Parquet log in a temporary directory;
+  * decision path: CPU per schedule_logged without a log and with one whose writer is held back, so only the
+    decision path's own share of logging (the snapshot and the queue) is counted;
   * write throughput: rows per second the writer thread turns into Parquet (from the first decision to the files
     closed), and bytes per decision row on disk (zstd);
   * stall: the sink blocks for `--stall-s` seconds while decisions go on; how many were answered, how many the
@@ -72,6 +74,32 @@ def timed(engine: Engine, observations, raws) -> np.ndarray:
         engine.schedule_logged(obs, raws[i])
         out[i] = time.perf_counter() - t0
     return out * 1e6
+
+
+def decision_path_cost(observations, raws, rounds: int = 5) -> dict:
+    """CPU time of Engine.schedule_logged without a log and with one whose writer is held back (snapshots queue up
+    and nobody builds rows): what logging adds to the decision path itself, apart from the writer thread's share
+    of the interpreter. Best of `rounds`, in the same process and order, so the machine's load moves both alike."""
+    n = len(observations)
+
+    def best(engine) -> float:
+        out = float("inf")
+        for _ in range(rounds):
+            t0 = time.process_time()
+            for i in range(n):
+                engine.schedule_logged(observations[i], raws[i])
+            out = min(out, (time.process_time() - t0) / n * 1e6)
+            if engine.decision_log is not None:
+                engine.decision_log._queue.clear()  # as a writer would: the queue does not grow round after round
+        return out
+
+    with tempfile.TemporaryDirectory() as d:
+        off, on = Engine(create("delay"), EngineMetrics()), Engine(create("delay"), EngineMetrics())
+        dlog = on.attach_decision_log(d, threaded=False, capacity=n + 1)
+        dlog.threaded = True  # queue only: no thread takes the snapshots
+        cpu_off, cpu_on = best(off), best(on)
+        dlog.close()
+    return {"off_cpu_us": round(cpu_off, 1), "on_cpu_us": round(cpu_on, 1), "added_cpu_us": round(cpu_on - cpu_off, 1)}
 
 
 def served(args) -> dict:
@@ -176,6 +204,7 @@ def main() -> int:
     raws = [encode_schedule(o).SerializeToString() for o in observations]
     result: dict = {"decisions": args.decisions, "asks": args.asks, "load_1min": os.getloadavg()[0]}
 
+    result["decision_path"] = decision_path_cost(observations[:4000], raws[:4000])
     off = timed(Engine(create("delay"), EngineMetrics()), observations, raws)
     with tempfile.TemporaryDirectory() as d:
         engine = Engine(create("delay"), EngineMetrics())
@@ -232,6 +261,7 @@ def main() -> int:
         result["served"] = served(args)
         print(f"served (median of {args.served_rounds} rounds): off {result['served']['off']}, "
               f"on {result['served']['on']}")
+    print(f"decision path, CPU per decision (us): {result['decision_path']}")
     print(f"latency per decision (us): off {result['latency_us']['off']}, on {result['latency_us']['on']}")
     print(f"writer: {result['write']}")
     print(f"stalled sink: {result['stall']}")
