@@ -404,10 +404,15 @@ class MultiClusterSim:
         run, std, dl = self._run, self._std, self._dl
         ratio_delay, ratio_std = self._ratio_delay, self._ratio_std
         execs = self._execs
-        touch = self._touch
+        touch, since, stale = self._touch, self._since, self._stale
+        execution_log = self.execution_log
+        heappop = heapq.heappop
         while comp and comp[0][0] <= t:
-            _, _, c, job, batch, executors, req = heapq.heappop(comp)
-            touch(c, t)
+            _, _, c, job, batch, executors, req = heappop(comp)
+            if since[c] < t:
+                touch(c, t)
+            else:
+                stale[c] = True  # what _touch does when the steps before t are already logged
             busy[c] -= executors
             if c not in dirty:
                 dirty.append(c)
@@ -420,8 +425,8 @@ class MultiClusterSim:
                 self._missed[c] += 1
                 self._job_missed[job] += 1
                 self.events.append(DeadlineMissed(self._job_ids[job], self.cluster_ids[c], timestamp_ms=t))
-            if self.execution_log is not None:
-                self.execution_log.append((t, c, job, batch, req, t - run[job][c], missed))
+            if execution_log is not None:
+                execution_log.append((t, c, job, batch, req, t - run[job][c], missed))
             batch += 1
             if batch < execs[job]:
                 release = self._arrival[job] + batch * self._period[job]
@@ -476,20 +481,23 @@ class MultiClusterSim:
         cap, busy = self._cap, self._busy
         comp = self._completions
         run = self._run
+        fifo = self._fifo
+        seq = self._seq
+        heappush = heapq.heappush
         for c in dirty:
             queue = queues[c]
             if not queue:
                 continue
             free = cap[c] - busy[c]
             started = 0
-            if self._fifo:
+            if fifo:
                 # strict arrival order: the head of the queue blocks everything behind it
                 while queue and queue[0][2] <= free:
                     job, batch, executors, req, _ = queue.pop(0)
                     free -= executors
                     started += executors
-                    self._seq += 1
-                    heapq.heappush(comp, (t + run[job][c], self._seq, c, job, batch, executors, req))
+                    seq += 1
+                    heappush(comp, (t + run[job][c], seq, c, job, batch, executors, req))
             else:
                 # halted requests (queued at earlier steps) first, then this step's; each in job arrival order
                 if len(queue) > 1:
@@ -499,12 +507,13 @@ class MultiClusterSim:
                     if r[2] <= free:
                         free -= r[2]
                         started += r[2]
-                        self._seq += 1
-                        heapq.heappush(comp, (t + run[r[0]][c], self._seq, c, r[0], r[1], r[2], r[3]))
+                        seq += 1
+                        heappush(comp, (t + run[r[0]][c], seq, c, r[0], r[1], r[2], r[3]))
                     else:
                         keep.append(r)
                 queues[c] = keep
             if started:
                 self._touch(c, t)
                 busy[c] += started
+        self._seq = seq
         dirty.clear()
