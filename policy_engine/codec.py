@@ -464,7 +464,7 @@ def _assignment_bytes(ask_id: str, count: int, locality: int) -> bytes:
         if locality:
             body += b"\x18" + _varint(locality)
         out = b"\x1a" + _varint(len(body)) + body
-        if len(_ASSIGNMENT_CACHE) >= 100_000:
+        if len(_ASSIGNMENT_CACHE) >= 20_000:
             _ASSIGNMENT_CACHE.clear()
         _ASSIGNMENT_CACHE[key] = out
     return out
