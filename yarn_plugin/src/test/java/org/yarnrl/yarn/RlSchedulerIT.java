@@ -205,9 +205,13 @@ class RlSchedulerIT {
     engine.stop(); // SIGTERM: the log's files are closed (renamed from .inprogress)
     List<String> cmd = List.of(EngineProcess.python(), "-m", "emulator.cli", "replay", "--log", decisionLog.toString(),
         "--policies", "fifo", "--json", "--no-progress");
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(p.waitFor(300, TimeUnit.SECONDS), "replay did not finish");
+    Path replayOut = work.resolve("replay.out");
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(replayOut.toFile()).start();
+    if (!p.waitFor(300, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      throw new AssertionError("replay did not finish in 300 s: " + Files.readString(replayOut));
+    }
+    String out = Files.readString(replayOut, StandardCharsets.UTF_8);
     assertEquals(0, p.exitValue(), String.join(" ", cmd) + ":\n" + out);
     String[] lines = out.strip().split("\n");
     JsonNode replay = Json.read(lines[lines.length - 1]);
