@@ -207,23 +207,42 @@ class ScheduleDecoder:
     One level up, the whole run of asks and the cluster summary after the node (fields 3 and 4, which protobuf
     writers put last: Java and Python serialize fields in number order) is looked up by its bytes too: when a
     heartbeat's asks and cluster are those of an earlier heartbeat, nothing after the node is split or hashed
-    ask by ask.
+    ask by ask. These tails are kept for the current generation of the ask cache (below), up to `max_tail_bytes`.
 
     Decoded asks are shared between requests: the engine writes only `scheduling_opportunities` (on every
     heartbeat, before the policy reads it) and nothing keeps an observation past its call. Callers that annotate
     asks (HDFS block locations) must use decode_schedule instead.
+
+    The cache keeps two generations: asks looked up during the current one, and those of the previous one (moved
+    forward when seen again). A new generation starts every `rotate_every` requests, or when the current one
+    holds half of `max_cached`; so an ask not seen for two generations is released, and memory settles at what
+    two generations of heartbeats ask for. (Clearing at 50,000 entries, as before, let finished applications'
+    asks - about 10 KB each with their job metadata - pile up for hours: the soak found RSS climbing 40 MB in
+    ten minutes of application churn; benchmarks/soak.py.)
     """
 
-    def __init__(self, max_cached: int = 50_000, max_tails: int = 256):
+    def __init__(self, max_cached: int = 50_000, rotate_every: int = 10_000, max_tail_bytes: int = 16 << 20):
         self.max_cached = max_cached
-        self.max_tails = max_tails
+        self.rotate_every = rotate_every
+        self.max_tail_bytes = max_tail_bytes
         self._asks: dict[bytes, Ask] = {}
+        self._previous: dict[bytes, Ask] = {}
+        self._decoded = 0
         self._clusters: dict[bytes, ClusterSummary] = {}
         # the bytes after the node -> (asks, cluster), for requests whose asks and cluster come after the node
         self._tails: dict[bytes, tuple[tuple[Ask, ...], ClusterSummary]] = {}
+        self._tail_bytes = 0
         self.hits = self.misses = self.tail_hits = 0
 
+    def cached(self) -> int:
+        return len(self._asks) + len(self._previous)
+
     def decode(self, data: bytes) -> ScheduleObservation:
+        self._decoded += 1
+        if self._decoded >= self.rotate_every or len(self._asks) >= self.max_cached // 2:
+            self._previous, self._asks, self._decoded = self._asks, {}, 0
+            self._tails.clear()  # a new generation: tails are found again (and hold no rotated-out asks for long)
+            self._tail_bytes = 0
         head = split_head(data)
         if head is not None:
             request_id, node_raw, tail_at = head
@@ -234,8 +253,9 @@ class ScheduleDecoder:
                     rid = request_id.decode() if request_id else ""
                 except (DecodeError, UnicodeDecodeError):
                     return decode_schedule(parse_schedule_request(data))
-                self.tail_hits += 1
                 asks, cluster = cached
+                self.tail_hits += 1
+                self.hits += len(asks)
                 return ScheduleObservation(node=node, asks=list(asks), cluster=cluster, request_id=rid)
         parts = _split_schedule_request(data)
         if parts is None:
@@ -243,18 +263,18 @@ class ScheduleDecoder:
         request_id, node_raw, ask_raws, cluster_raw = parts
         if node_raw is None or len(ask_raws) > MAX_ASKS:
             return decode_schedule(parse_schedule_request(data))
-        cache = self._asks
+        cache, previous = self._asks, self._previous
         asks: list[Ask] = []
         for raw in ask_raws:
             ask = cache.get(raw)
             if ask is None:
-                self.misses += 1
-                try:
-                    ask = _ask(pb.ResourceAsk.FromString(raw), 0, _NO_IDS)
-                except (InvalidRequest, DecodeError):
-                    return decode_schedule(parse_schedule_request(data))  # raises, naming the ask's index
-                if len(cache) >= self.max_cached:
-                    cache.clear()
+                ask = previous.pop(raw, None)
+                if ask is None:
+                    self.misses += 1
+                    try:
+                        ask = _ask(pb.ResourceAsk.FromString(raw), 0, _NO_IDS)
+                    except (InvalidRequest, DecodeError):
+                        return decode_schedule(parse_schedule_request(data))  # raises, naming the ask's index
                 cache[raw] = ask
             asks.append(ask)
         self.hits += len(asks)
@@ -267,15 +287,21 @@ class ScheduleDecoder:
             return decode_schedule(parse_schedule_request(data))
         cluster = self._clusters.get(cluster_raw)
         if cluster is None:
-            cluster = _cluster(pb.ClusterSummary.FromString(cluster_raw) if cluster_raw else pb.ClusterSummary())
+            try:
+                summary = pb.ClusterSummary.FromString(cluster_raw) if cluster_raw else pb.ClusterSummary()
+            except DecodeError:  # the full path names the error (found by benchmarks/fuzz.py: was INTERNAL)
+                return decode_schedule(parse_schedule_request(data))
+            cluster = _cluster(summary)
             if len(self._clusters) >= 1000:
                 self._clusters.clear()
             self._clusters[cluster_raw] = cluster
         if head is not None:  # request id and node first, then only asks and cluster: remember the tail
-            tails = self._tails
-            if len(tails) >= self.max_tails:
-                tails.clear()
-            tails[data[head[2]:]] = (tuple(asks), cluster)
+            tail = data[head[2]:]
+            if self._tail_bytes + len(tail) > self.max_tail_bytes:
+                self._tails.clear()
+                self._tail_bytes = 0
+            self._tails[tail] = (tuple(asks), cluster)
+            self._tail_bytes += len(tail)
         return ScheduleObservation(node=node, asks=asks, cluster=cluster, request_id=request_id)
 
 
