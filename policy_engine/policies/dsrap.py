@@ -17,7 +17,7 @@ from typing import Any
 
 from policy_engine.artifact import load_artifact
 from policy_engine.dsrap import CounterRandom, DsrapTables, FalSettings, decide
-from policy_engine.policy import ROUTE, Policy, register
+from policy_engine.policy import ROUTE, ObservationMismatch, Policy, register
 from policy_engine.routing import request_hash
 from policy_engine.types import RouteDecision, RouteObservation
 
@@ -27,6 +27,7 @@ CENTRALIZED = "dsrap-centralized"
 class DsrapPolicy(Policy):
     capabilities = frozenset({ROUTE})
     learns_inline = True    # FAL updates tables between a manager's steps (see policy_engine.dsrap)
+    route_observes = "manager"
     first = "best-first"
     second = "random"
 
@@ -54,7 +55,7 @@ class DsrapPolicy(Policy):
 
     def route(self, obs: RouteObservation) -> RouteDecision:
         if obs.manager is None:
-            raise ValueError(f"policy {self.name!r} decides for DSRAP cluster managers: the request needs `manager`")
+            raise ObservationMismatch(f"policy {self.name!r} decides for DSRAP cluster managers: the request needs `manager`")
         rng = CounterRandom(request_hash(obs.request_id, self._salt))
         return decide(obs.manager, self.first, self.second, self.tables, rng)
 
