@@ -10,6 +10,13 @@ Each finished (load, approach) is saved to OUT/runs/ at once, so an interrupted 
 
     nice -n 10 .venv/bin/python benchmarks/dsrap_tables.py                     # 1 episode of 10 000 steps each
     nice -n 10 .venv/bin/python benchmarks/dsrap_tables.py --episodes 3 --steps 20000
+    # one process per seed, then joined (the numbers of `emulator compare --episodes 3`):
+    .venv/bin/python benchmarks/dsrap_tables.py --loads heavy --seed K --out /tmp/sK        # K = 0, 1, 2
+    .venv/bin/python benchmarks/dsrap_tables.py --loads heavy --episodes 3 --combine /tmp/s0,/tmp/s1,/tmp/s2 \
+        --saved-only --out benchmarks/results/dsrap/heavy-3seeds
+
+The learning approaches' tables after their last episode go to --models (default models/) as
+dsrap-APPROACH-LOAD.safetensors, a checksummed artifact that `--model` loads.
 
 The last line of stdout is one JSON object:
     {"light": {APPROACH: {"utility_rate", "cpu", "network", "hops"}}, "heavy": {...}}

@@ -34,6 +34,7 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import socket
 import struct
@@ -453,9 +454,11 @@ def atheris_child(seconds: float, seed: int, out_dir: Path, stats_path: Path) ->
             write_stats()
         if now > deadline:
             write_stats()
+            shutil.rmtree(corpus_dir, ignore_errors=True)  # libFuzzer's working corpus: gone with the run
             os._exit(0)
 
     atheris.Setup([sys.argv[0], str(corpus_dir), "-rss_limit_mb=3072", "-timeout=30", f"-seed={seed + 1}",
+                   f"-artifact_prefix={out_dir}/",
                    "-max_len=65536", "-print_final_stats=0"], test_one)
     atheris.Fuzz()
 

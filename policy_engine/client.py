@@ -115,7 +115,8 @@ class PolicyEngineClient:
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Block until the engine reports SERVING; raise EngineUnavailable (a TimeoutError) with the last failure."""
         deadline = time.monotonic() + timeout
-        last: Exception | str = "no answer"
+        last = "no answer"
+        refusal = ""  # the last failure that was not a deadline: says more (a TLS handshake refused under load)
         while time.monotonic() < deadline:
             try:
                 status = self.health(timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
@@ -124,12 +125,15 @@ class PolicyEngineClient:
                 last = status
             except grpc.RpcError as e:
                 last = f"{e.code().name}: {e.details()}"
+                if e.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                    refusal = last
                 if e.code() == grpc.StatusCode.UNAUTHENTICATED:
                     break  # a wrong or missing token does not get better by waiting
             time.sleep(0.05)
         from policy_engine.security import explain_failure
 
-        hint = explain_failure(str(last), self.security) or "is `policy-engine serve` running there?"
+        last = refusal or last
+        hint = explain_failure(last, self.security) or "is `policy-engine serve` running there?"
         raise EngineUnavailable(f"no policy engine serving at {self.target} after {timeout:g}s ({last}); {hint}")
 
 

@@ -21,12 +21,12 @@ no I/O, a few hundred microseconds per step. One engine hosts all managers' tabl
 is computed from j's tables and j's latest local view in the same process, as the message would carry it.
 
 Choices the paper leaves open (defaults in FalSettings):
-  * Learning1: alpha 0.1, gamma 0.9, minimum exploration 0.005 per task type and 0.002 for VOID_TASK ("we also limit
-    the exploration rate to select VOID_TASK"; with 0.02 / 0.01 exploration alone cost BDL about 0.5 % of utility
-    rate under heavy load), the greedy-only threshold at utilization 0.5 of both resources; node counts in s_c
-    capped at 3 (0, 1, 2, 3+), which keeps the table learnable within a 10 000-step episode; levels at the Gaussian's
-    tertiles (level_low / level_high); a selected task goes to the node where it fits best (least CPU + network
-    left over).
+  * Learning1: alpha 0.1, gamma 0.9, minimum exploration 0.005 per task type and 0.002 for VOID_TASK ("we also
+    limit the exploration rate to select VOID_TASK"; 0.02 / 0.01 gave BDL with observed p_j 7075 instead of 7106 in
+    one heavy 4 000-step episode, seed 0), the greedy-only threshold at utilization 0.5 of both resources; node
+    counts in s_c capped at 3 (0, 1, 2, 3+), which keeps the table learnable within a 10 000-step episode; levels
+    at the Gaussian's tertiles (level_low / level_high); a selected task goes to the node where it fits best (least
+    CPU + network left over).
   * Learning2: Q starts at 0, pi2 uniform, minimum exploration 0.01 per neighbour; the paper's alpha = 0.5.
   * tasks are forwarded highest utility rate first when more than the transfer limit wait.
   * p_j(x) of Eq. 6 is j's observed allocation rate of x's type, (allocated + 1) / (allocable seen + 2), for SDL (as
@@ -343,14 +343,16 @@ class DsrapTables:
 
     def to_tensors(self) -> dict[str, np.ndarray]:
         width = 1 + LEVELS * LEVELS
+        key_type = np.uint8 if self.settings.count_cap < 256 else np.int64
         out = {"manager_ids": np.asarray(sorted(self.managers), dtype=np.int64),
                "stats": np.asarray([self.stats.n, *self.stats.mean, *self.stats.m2], dtype=np.float64)}
         for c, m in sorted(self.managers.items()):
             keys = sorted(m.pi1)
-            out[f"m{c}.l1_keys"] = np.asarray([[k[0], *k[1]] for k in keys], dtype=np.int64).reshape(-1, width)
-            out[f"m{c}.pi1"] = np.asarray([m.pi1[k] for k in keys], dtype=np.float64).reshape(-1, N_TYPES + 1)
+            # ~10 000 Learning1 states per manager: small types keep a heavy episode's tables near 7 MB, not 24
+            out[f"m{c}.l1_keys"] = np.asarray([[k[0], *k[1]] for k in keys], dtype=key_type).reshape(-1, width)
+            out[f"m{c}.pi1"] = np.asarray([m.pi1[k] for k in keys], dtype=np.float32).reshape(-1, N_TYPES + 1)
             out[f"m{c}.q1"] = np.asarray([m.q1.get(k, np.zeros(N_TYPES + 1)) for k in keys],
-                                         dtype=np.float64).reshape(-1, N_TYPES + 1)
+                                         dtype=np.float32).reshape(-1, N_TYPES + 1)
             out[f"m{c}.q2"], out[f"m{c}.pi2"] = m.q2, m.pi2
             out[f"m{c}.seen_taken"] = np.stack([m.seen, m.taken])
             out[f"m{c}.state_counts"] = np.asarray([[m.state_counts[t][b] for t in range(N_TYPES)]
@@ -377,9 +379,9 @@ class DsrapTables:
             m = self.managers[c] = ManagerTables(self.settings, q2.shape[2])
             m.q2, m.pi2 = q2.copy(), pi2.copy()
             m.seen, m.taken = (x.copy() for x in t[f"m{c}.seen_taken"])
-            for row, pi, q in zip(t[f"m{c}.l1_keys"].tolist(), t[f"m{c}.pi1"], t[f"m{c}.q1"]):
+            for row, pi, q in zip(t[f"m{c}.l1_keys"].astype(np.int64).tolist(), t[f"m{c}.pi1"], t[f"m{c}.q1"]):
                 key = (row[0], tuple(row[1:]))
-                m.pi1[key], m.q1[key] = pi.copy(), q.copy()
+                m.pi1[key], m.q1[key] = pi.astype(np.float64), q.astype(np.float64)
             for b, row in enumerate(t[f"m{c}.state_counts"].tolist()):
                 for ttype, n in enumerate(row):
                     if n:
@@ -543,8 +545,8 @@ class DsrapLearner:
             p = (mt.taken + 1.0) / (mt.seen + 2.0)
         else:
             s = self.tables.settings
-            s_c = resource_features(view.cpu_free, view.net_free, self.tables.stats.thresholds(view, s.level_low, s.level_high),
-                                      s.count_cap)
+            cuts = self.tables.stats.thresholds(view, s.level_low, s.level_high)
+            s_c = resource_features(view.cpu_free, view.net_free, cuts, s.count_cap)
             p = np.full(N_TYPES, 0.5)
             for ttype in range(N_TYPES):
                 counts = mt.state_counts[ttype]

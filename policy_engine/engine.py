@@ -217,12 +217,19 @@ class EngineMetrics:
         # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
         self._decided: dict[tuple[str, str], Any] = {}
         self._placed: dict[Locality, Any] = {}
+        self._asks: dict[bool, Any] = {}
 
     def decided(self, rpc: str, policy: str) -> None:
         child = self._decided.get((rpc, policy))
         if child is None:
             child = self._decided[(rpc, policy)] = self.decisions.labels(rpc, policy)
         child.inc()
+
+    def asks_with_blocks(self, blocks: bool, n: int) -> None:
+        child = self._asks.get(blocks)
+        if child is None:
+            child = self._asks[blocks] = self.asks.labels("yes" if blocks else "no")
+        child.inc(n)
 
     def placed(self, locality: Locality, n: int) -> None:
         child = self._placed.get(locality)
@@ -293,9 +300,9 @@ class Engine:
             if cut:
                 m.clipped.inc(cut)
             if with_blocks:
-                m.asks.labels("yes").inc(with_blocks)
+                m.asks_with_blocks(True, with_blocks)
             if len(obs.asks) > with_blocks:
-                m.asks.labels("no").inc(len(obs.asks) - with_blocks)
+                m.asks_with_blocks(False, len(obs.asks) - with_blocks)
         if cut:
             log.debug("policy %s assigned %d containers beyond what node %s allows; removed", policy.name, cut,
                       obs.node.node_id)
@@ -406,7 +413,11 @@ class Engine:
         if not (0 <= decision.job_index < len(obs.jobs)):
             raise RuntimeError(f"policy {self.policy.name!r} chose job index {decision.job_index} "
                                f"of a buffer of {len(obs.jobs)}")
-        if all(c.cluster_id != decision.cluster_id for c in obs.clusters):
+        cluster_id = decision.cluster_id
+        for c in obs.clusters:
+            if c.cluster_id == cluster_id:
+                break
+        else:
             raise RuntimeError(f"policy {self.policy.name!r} chose unknown cluster {decision.cluster_id}")
         if self.metrics is not None:
             self.metrics.decided("route", self.policy.name)

@@ -31,6 +31,7 @@ from policy_engine.codec import (
     decode_schedule,
     encode_route_decision,
     encode_schedule_decision,
+    encode_schedule_decision_bytes,
     parse_schedule_request,
 )
 from policy_engine.engine import Engine, EngineMetrics
@@ -62,19 +63,23 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
     # ------------------------------------------------------------ messages <-> engine (the codec does the rest)
 
     def schedule_message(self, req: pb.ScheduleRequest) -> pb.ScheduleResponse:
-        return self._schedule(decode_schedule(req))
-
-    def schedule_bytes(self, data: bytes) -> pb.ScheduleResponse:
-        """Schedule and ScheduleStream receive serialized requests (see `raw_schedule_requests`): decoded by the
-        caching ScheduleDecoder unless annotators (HDFS block locations) edit the observations."""
-        if self.engine.annotators:
-            return self._schedule(decode_schedule(parse_schedule_request(data)))
-        return self._schedule(self._decoder.decode(data), data)
-
-    def _schedule(self, obs, raw: bytes | None = None) -> pb.ScheduleResponse:
         engine, policy = self.engine, self.engine.policy
-        decision, decision_id = engine.schedule_logged(obs, raw)
+        obs = decode_schedule(req)
+        decision, decision_id = engine.schedule_logged(obs)
         return encode_schedule_decision(decision, obs.request_id, decision_id, policy.name, policy.model_version)
+
+    def schedule_bytes(self, data: bytes) -> bytes:
+        """Schedule and ScheduleStream receive serialized requests and answer serialized responses (see
+        `_RawScheduleRequests`): decoded by the caching ScheduleDecoder unless annotators (HDFS block locations)
+        edit the observations, encoded straight to bytes."""
+        engine, policy = self.engine, self.engine.policy
+        if engine.annotators:
+            obs, raw = decode_schedule(parse_schedule_request(data)), None
+        else:
+            obs, raw = self._decoder.decode(data), data
+        decision, decision_id = engine.schedule_logged(obs, raw)
+        return encode_schedule_decision_bytes(decision, obs.request_id, decision_id, policy.name,
+                                              policy.model_version)
 
     def route_message(self, req: pb.RouteRequest) -> pb.RouteResponse:
         engine, policy = self.engine, self.engine.policy
@@ -254,7 +259,8 @@ def _request_id(data: bytes) -> str:
 
 class _RawScheduleRequests:
     """Registers the generated service with Schedule and ScheduleStream receiving the serialized request (no
-    request deserializer), so the server's ScheduleDecoder reads it; every other method is as generated."""
+    request deserializer), so the server's ScheduleDecoder reads it, and answering serialized responses (no
+    response serializer); every other method is as generated."""
 
     RAW = ("Schedule", "ScheduleStream")
 
@@ -266,7 +272,7 @@ class _RawScheduleRequests:
 
     def add_registered_method_handlers(self, service: str, handlers: dict) -> None:
         for name in self.RAW:
-            handlers[name] = handlers[name]._replace(request_deserializer=None)
+            handlers[name] = handlers[name]._replace(request_deserializer=None, response_serializer=None)
         self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
         self.server.add_registered_method_handlers(service, handlers)
 

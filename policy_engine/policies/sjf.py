@@ -52,9 +52,10 @@ class ShortestJobFirstPolicy(Policy):
         return greedy_slots(obs, self.num_slots, score)
 
 
-# DeepRM's learned behaviour, written as a rule (Mao et al., HotNets 2016, section 4: the trained agent "learns to
-# hold large jobs back" to keep room for the small jobs that arrive soon): these defaults were picked on the
-# validation job sets (seeds 900,000..) at load 0.75, never on the benchmark's test sets.
+# DeepRM's learned behaviour, written as a rule (seed 003, section III: the agent learns "to keep some resources
+# free in the cluster in order to be able to schedule future arriving small jobs"). HOLD_FREE was picked among
+# 4-12 on the validation job sets (seeds 900,000..) at load 0.75, never on the benchmark's test sets; HOLD_LEN is
+# the shortest large job.
 HOLD_LEN = 10    # a job of at least this many steps is long (DeepRM's large jobs are 10-15 steps)
 HOLD_FREE = 8    # units of each resource a long job must leave free to start
 
