@@ -350,7 +350,9 @@ class FaultInjectionIT {
 
     Running wc = new Running("failover-wordcount", Workloads.submitWordCount(cluster.jobConf(), text,
         new org.apache.hadoop.fs.Path("/fault/failover/wordcount"), null));
-    Running sleep = new Running("failover-sleep", Workloads.submitSleep(cluster.jobConf(), 10, 3000, 1536));
+    // 20 maps of 1536 MB, at most 8 at a time (two per node): waves that outlast the kill on a fast machine too,
+    // so engine B always has maps left to place
+    Running sleep = new Running("failover-sleep", Workloads.submitSleep(cluster.jobConf(), 20, 3000, 1536));
     await("engine A placed containers", 180_000, () -> metrics.getEngineContainers() >= containersBefore + 2);
     long killAt = System.currentTimeMillis();
     engineA.kill();
@@ -366,7 +368,7 @@ class FaultInjectionIT {
     r.put("sleep", resultMap(sleepR));
     assertTrue(wcR.succeeded, wcR.toString());
     assertTrue(sleepR.succeeded, sleepR.toString());
-    assertEquals(10, sleepR.counter(JobCounter.TOTAL_LAUNCHED_MAPS), sleepR.toString());
+    assertEquals(20, sleepR.counter(JobCounter.TOTAL_LAUNCHED_MAPS), sleepR.toString());
     assertTrue(metrics.getFailovers() > failovers, metrics.toString());
 
     // A back: after FAILBACK_MS of SERVING it is the active engine again and decides
