@@ -205,3 +205,24 @@ def test_info_reports_how_many_asks_carried_block_locations(engine_factory):
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout.strip().splitlines()[-1])
     assert (d["asks_total"], d["asks_with_blocks"]) == (2, 1)
+
+
+def test_capacity_scheduler_fields_are_accepted_and_do_not_change_the_decision(fifo):
+    # RlCapacityScheduler sends queue_path, user_headroom and partitions (fields 40-42); an engine whose policies do
+    # not read them answers exactly as without them.
+    for i in range(4):
+        plain = encode_schedule(heartbeat(i))
+        with_cs = pb.ScheduleRequest()
+        with_cs.CopyFrom(plain)
+        with_cs.node.partition = ""
+        for a in with_cs.asks:
+            a.queue_path = "root.analytics"
+            a.user_headroom.memory_mb = 2048
+            a.user_headroom.vcores = 2
+            a.partition = ""
+        with_cs.asks[0].partition = "gpu"  # a labelled ask on an unlabelled node: the plugin never sends it, but
+        # an engine must still not fail on it
+        got = fifo.client.schedule(with_cs)
+        want = fifo.client.schedule(plain)
+        assert got.request_id == want.request_id == f"hb-{i}"
+        assert [(a.ask_id, a.count) for a in got.assignments] == [(a.ask_id, a.count) for a in want.assignments]

@@ -1,14 +1,17 @@
 package org.yarnrl.yarn;
 
+import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,6 +55,7 @@ class EngineClient implements AutoCloseable {
   private final LongSupplier clock;
   private final ManagedChannel channel;
   private final PolicyEngineGrpc.PolicyEngineBlockingStub stub;
+  private final PolicyEngineGrpc.PolicyEngineStub asyncStub;
   private final RlSchedulerMetrics metrics;
 
   private Breaker breaker = Breaker.CLOSED;
@@ -77,6 +81,7 @@ class EngineClient implements AutoCloseable {
     this.metrics = metrics;
     this.channel = ManagedChannelBuilder.forTarget(address).usePlaintext().build();
     this.stub = PolicyEngineGrpc.newBlockingStub(channel);
+    this.asyncStub = PolicyEngineGrpc.newStub(channel);
     this.pendingEvents = new ArrayBlockingQueue<>(Math.max(16, reportQueueCapacity));
     this.reportIntervalMillis = reportIntervalMillis;
     channel.getState(true); // connect now, not on the first heartbeat
@@ -111,11 +116,64 @@ class EngineClient implements AutoCloseable {
           stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS).schedule(request);
       return response;
     } catch (StatusRuntimeException e) {
-      Status.Code code = e.getStatus().getCode();
-      Failure f = code == Status.Code.DEADLINE_EXCEEDED ? Failure.TIMEOUT
-          : code == Status.Code.UNAVAILABLE ? Failure.UNAVAILABLE : Failure.ERROR;
-      throw new CallFailed(f, code + ": " + e.getStatus().getDescription(), e);
+      throw failed(e.getStatus(), e);
     }
+  }
+
+  /**
+   * Schedule without waiting: the answer (or why there is none) is handed to {@code done} on a gRPC thread, never
+   * the caller's. The call carries the same deadline as {@link #schedule}; the caller holds no lock while it runs.
+   */
+  void scheduleAsync(ScheduleRequest request, BiConsumer<ScheduleResponse, CallFailed> done) {
+    asyncStub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS).schedule(request,
+        new StreamObserver<ScheduleResponse>() {
+          private ScheduleResponse response;
+
+          @Override
+          public void onNext(ScheduleResponse value) {
+            response = value;
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            Status status = Status.fromThrowable(t);
+            done.accept(null, failed(status, t));
+          }
+
+          @Override
+          public void onCompleted() {
+            done.accept(response, response == null
+                ? new CallFailed(Failure.ERROR, "no answer in a completed call", null) : null);
+          }
+        });
+  }
+
+  private static CallFailed failed(Status status, Throwable cause) {
+    Status.Code code = status.getCode();
+    Failure f = code == Status.Code.DEADLINE_EXCEEDED ? Failure.TIMEOUT
+        : code == Status.Code.UNAVAILABLE ? Failure.UNAVAILABLE : Failure.ERROR;
+    return new CallFailed(f, code + ": " + status.getDescription(), cause);
+  }
+
+  /**
+   * Runs {@code onLost} (on a gRPC thread) each time the channel leaves READY: the engine went away or restarted,
+   * and whoever answers next must be asked its protocol version again ({@link EngineHandshake}).
+   */
+  void onConnectionLost(Runnable onLost) {
+    watch(channel.getState(false), onLost);
+  }
+
+  private void watch(ConnectivityState seen, Runnable onLost) {
+    if (closed) {
+      return;
+    }
+    channel.notifyWhenStateChanged(seen, () -> {
+      ConnectivityState now = channel.getState(false);
+      if (seen == ConnectivityState.READY && now != ConnectivityState.READY) {
+        onLost.run();
+      }
+      watch(now, onLost);
+    });
   }
 
   GetInfoResponse info(long timeoutMillis) {

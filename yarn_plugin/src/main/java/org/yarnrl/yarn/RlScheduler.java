@@ -138,18 +138,17 @@ public class RlScheduler extends
   public static final long DEFAULT_REPORT_INTERVAL_MS = 200;
 
   /** How one node update was handled. */
-  private enum Handled { IDLE, ENGINE, NATIVE }
+  /** What a node update did: nothing to decide, an engine answer applied, native scheduling, an ask sent. */
+  private enum Handled { IDLE, ENGINE, NATIVE, ASKED }
 
   private final RlSchedulerMetrics rlMetrics = new RlSchedulerMetrics();
-  private EngineClient engine;
+  private EnginePath engine;
   private ObjectName mbeanName;
   private final Map<ApplicationId, Snapshots.JobInfo> jobs = new ConcurrentHashMap<>();
   private final Set<String> racks = ConcurrentHashMap.newKeySet();
   /** Running containers' ContainerStarted events (engine-placed and native): locality and decision id for
    *  ContainerFinished. */
   private final Map<ContainerId, Event> startedEvents = new ConcurrentHashMap<>();
-  private long requestSeq;
-  private boolean invalidAnswerLogged;
 
   private static final RecordFactory recordFactory = 
     RecordFactoryProvider.getRecordFactory(null);
@@ -301,21 +300,9 @@ public class RlScheduler extends
     // Initialize SchedulingMonitorManager
     schedulingMonitorManager.initialize(rmContext, conf);
 
-    String address = conf.getTrimmed(ENGINE_ADDRESS, "");
-    if (address.isEmpty()) {
-      LOG.warn("{} is not set: every heartbeat is scheduled natively (FIFO)", ENGINE_ADDRESS);
-    } else {
-      long deadline = conf.getLong(DEADLINE_MS, DEFAULT_DEADLINE_MS);
-      if (deadline <= 0) {
-        throw new YarnRuntimeException(DEADLINE_MS + " must be positive, got " + deadline);
-      }
-      engine = new EngineClient(address, deadline, conf.getInt(BREAKER_FAILURES, DEFAULT_BREAKER_FAILURES),
-          conf.getLong(BREAKER_OPEN_MS, DEFAULT_BREAKER_OPEN_MS),
-          conf.getLong(REPORT_INTERVAL_MS, DEFAULT_REPORT_INTERVAL_MS), 65536, rlMetrics,
-          System::currentTimeMillis);
-      rlMetrics.engineAddress = address;
-      rlMetrics.breakerState = EngineClient.Breaker.CLOSED.name();
-      LOG.info("yarn-rl scheduler: engine at {}, deadline {} ms", address, deadline);
+    engine = EnginePath.fromConf(conf, rlMetrics, "RlScheduler, FIFO");
+    if (engine != null) {
+      engine.setRMContext(rmContext);
     }
   }
 
@@ -1000,6 +987,9 @@ public class RlScheduler extends
               RMContainerEventType.KILL);
     }
     nodeTracker.removeNode(nodeInfo.getNodeID());
+    if (engine != null) {
+      engine.forget(nodeInfo.getNodeID());
+    }
     report(Event.newBuilder().setNodeRemoved(NodeRemoved.newBuilder().setNodeId(nodeInfo.getNodeID().toString())));
   }
 
@@ -1079,10 +1069,21 @@ public class RlScheduler extends
         .build();
   }
 
-  /** Ask the engine about this heartbeat and apply its answer; NATIVE when the heartbeat must be scheduled here. */
+  /**
+   * The engine's part of a node update (see {@link EnginePath}): apply the answer that came back for this node, or
+   * send the node's snapshot and hold the node until its answer is in; NATIVE when this update must be scheduled
+   * here (no engine, a failed or invalid answer, open breaker, refused or unknown engine version).
+   */
   private Handled scheduleWithEngine(FiCaSchedulerNode node) {
     if (engine == null) {
       return Handled.NATIVE;
+    }
+    EnginePath.Answer answer = engine.take(node.getNodeID());
+    if (answer != null) {
+      return applyAnswer(node, answer);
+    }
+    if (engine.inFlight(node.getNodeID())) {
+      return Handled.ASKED; // a heartbeat while the answer is on its way: the node stays held
     }
     List<RlAppAttempt> attempts = new ArrayList<>(applications.size());
     for (SchedulerApplication<RlAppAttempt> app : applications.values()) {
@@ -1092,50 +1093,33 @@ public class RlScheduler extends
         attempts.add(attempt);
       }
     }
-    Snapshots.Snapshot snapshot = Snapshots.build(Long.toString(++requestSeq), node, attempts, jobs,
+    Snapshots.Snapshot snapshot = Snapshots.build(engine.nextRequestId(), node, attempts, jobs,
         clusterSummary(), System.currentTimeMillis());
     if (snapshot.asks.isEmpty()) {
       return Handled.IDLE; // nothing pending: nothing to decide, natively or not
     }
-    if (!engine.allowCall()) {
-      rlMetrics.fallbacksBreakerOpen.increment();
+    if (!engine.mayAsk()) {
       return Handled.NATIVE;
     }
-    ScheduleResponse response;
-    try {
-      response = engine.schedule(snapshot.request);
-    } catch (EngineClient.CallFailed e) {
-      switch (e.failure) {
-        case TIMEOUT:
-          rlMetrics.fallbacksTimeout.increment();
-          break;
-        case UNAVAILABLE:
-          rlMetrics.fallbacksUnavailable.increment();
-          break;
-        default:
-          rlMetrics.fallbacksError.increment();
-      }
-      engine.recordFailure(e.getMessage());
+    engine.send(node.getNodeID(), snapshot);
+    return Handled.ASKED;
+  }
+
+  /** Re-validate and apply an answer on the node it was asked for; NATIVE when it cannot be used. */
+  private Handled applyAnswer(FiCaSchedulerNode node, EnginePath.Answer answer) {
+    if (answer.failure != null) {
+      engine.failed(answer.failure);
       return Handled.NATIVE;
     }
-    String problem = Snapshots.check(response, snapshot, node);
+    String problem = Snapshots.check(answer.response, answer.snapshot, node);
     if (problem == null) {
-      problem = applyAssignments(node, snapshot, response);
+      problem = applyAssignments(node, answer.snapshot, answer.response);
     }
     if (problem != null) {
-      rlMetrics.fallbacksInvalidAnswer.increment();
-      if (!invalidAnswerLogged) {
-        LOG.warn("yarn-rl engine answer not applied on {} ({}); scheduling natively. Further invalid answers are "
-            + "counted in fallbacksInvalidAnswer, logged at DEBUG", node.getNodeID(), problem);
-        invalidAnswerLogged = true;
-      } else {
-        LOG.debug("yarn-rl engine answer not applied on {}: {}", node.getNodeID(), problem);
-      }
-      engine.recordFailure("invalid answer: " + problem);
+      engine.invalid(node.getNodeID(), problem);
       return Handled.NATIVE;
     }
-    engine.recordSuccess();
-    rlMetrics.engineDecisions.increment();
+    engine.applied();
     for (SchedulerApplication<RlAppAttempt> app : applications.values()) {
       if (app.getCurrentAppAttempt() != null) {
         updateAppHeadRoom(app.getCurrentAppAttempt());
@@ -1151,8 +1135,12 @@ public class RlScheduler extends
   private String applyAssignments(FiCaSchedulerNode node, Snapshots.Snapshot snapshot, ScheduleResponse response) {
     for (Assignment a : response.getAssignmentsList()) {
       Snapshots.AskRef ref = snapshot.asks.get(a.getAskId());
+      RlAppAttempt app = (RlAppAttempt) ref.app;
       for (int i = 0; i < a.getCount(); i++) {
-        NodeType type = localityOn(ref.app, ref.key, node);
+        if (app.isStopped() || app.getPendingAsk(ref.key, ResourceRequest.ANY).getCount() <= 0) {
+          break; // the ask went while the answer was on its way (asked asynchronously): nothing left to place
+        }
+        NodeType type = localityOn(app, ref.key, node);
         if (type == null) {
           return a.getAskId() + " may not be placed on " + node.getNodeName() + " (locality constraints)";
         }
@@ -1160,10 +1148,10 @@ public class RlScheduler extends
           return a.getAskId() + " does not fit " + node.getNodeName();
         }
         Container container = BuilderUtils.newContainer(
-            BuilderUtils.newContainerId(ref.app.getApplicationAttemptId(), ref.app.getNewContainerId()),
+            BuilderUtils.newContainerId(app.getApplicationAttemptId(), app.getNewContainerId()),
             node.getRMNode().getNodeID(), node.getRMNode().getHttpAddress(), ref.capability,
             ref.key.getPriority(), null, ref.key.getAllocationRequestId());
-        RMContainer rmContainer = ref.app.allocate(type, node, ref.key, container);
+        RMContainer rmContainer = app.allocate(type, node, ref.key, container);
         if (rmContainer == null) {
           return a.getAskId() + " has no outstanding containers left";
         }
@@ -1172,7 +1160,7 @@ public class RlScheduler extends
         rlMetrics.engineContainers.increment();
         Locality locality = type == NodeType.NODE_LOCAL && a.getLocality() == Locality.LOCALITY_CACHE_LOCAL
             ? Locality.LOCALITY_CACHE_LOCAL : locality(type);
-        reportStarted(container, ref.app, ref.key, node, locality, response.getDecisionId());
+        reportStarted(container, app, ref.key, node, locality, response.getDecisionId());
       }
     }
     return null;
@@ -1245,10 +1233,13 @@ public class RlScheduler extends
       LOG.debug("Node heartbeat " + nm.getNodeID() +
           " available resource = " + node.getUnallocatedResource());
 
-      rlMetrics.nodeUpdates.increment();
+      boolean answered = engine != null && engine.hasAnswer(node.getNodeID());
+      if (!answered) {
+        rlMetrics.nodeUpdates.increment(); // heartbeats, not the node updates that apply an answer
+      }
       long start = System.nanoTime();
       Handled handled = scheduleWithEngine(node);
-      if (handled == Handled.ENGINE) {
+      if (handled == Handled.ENGINE || handled == Handled.ASKED) {
         rlMetrics.engineNanos.add(System.nanoTime() - start);
       } else if (handled == Handled.NATIVE) {
         assignContainers(node);

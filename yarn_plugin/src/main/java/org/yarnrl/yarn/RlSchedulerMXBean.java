@@ -4,7 +4,7 @@ package org.yarnrl.yarn;
  * What RlScheduler exposes over JMX (bean {@code Hadoop:service=ResourceManager,name=RlScheduler}).
  *
  * <p>A heartbeat is either decided by the engine or scheduled natively; every native heartbeat that was meant for
- * the engine is a fallback, counted by its reason.
+ * the engine is a fallback, counted by its reason. Used by both RlScheduler (FIFO) and RlCapacityScheduler.
  */
 public interface RlSchedulerMXBean {
   String getEngineAddress();
@@ -33,6 +33,18 @@ public interface RlSchedulerMXBean {
   long getFallbacksInvalidAnswer();
 
   long getFallbacksBreakerOpen();
+
+  /** Heartbeats scheduled natively because the engine speaks a protocol version this plugin does not. */
+  long getFallbacksVersionMismatch();
+
+  /** The engine's GetInfo.protocol_version at the last handshake ("" before the first). */
+  String getEngineProtocolVersion();
+
+  /** UNKNOWN (not yet spoken to since the last connect), OK, REFUSED (version mismatch), DISABLED (no engine). */
+  String getHandshakeState();
+
+  /** Schedule calls sent and not yet answered (at most one per node). */
+  long getAsksInFlight();
 
   long getReportEventsSent();
 

@@ -16,6 +16,10 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   final LongAdder fallbacksError = new LongAdder();
   final LongAdder fallbacksInvalidAnswer = new LongAdder();
   final LongAdder fallbacksBreakerOpen = new LongAdder();
+  final LongAdder fallbacksVersionMismatch = new LongAdder();
+  volatile String engineProtocolVersion = "";
+  volatile String handshakeState = "DISABLED";
+  final LongAdder asksInFlight = new LongAdder();
   final LongAdder reportEventsSent = new LongAdder();
   final LongAdder reportEventsDropped = new LongAdder();
   final LongAdder reportFailures = new LongAdder();
@@ -60,7 +64,27 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public long getFallbacks() {
     return getFallbacksTimeout() + getFallbacksUnavailable() + getFallbacksError() + getFallbacksInvalidAnswer()
-        + getFallbacksBreakerOpen();
+        + getFallbacksBreakerOpen() + getFallbacksVersionMismatch();
+  }
+
+  @Override
+  public long getFallbacksVersionMismatch() {
+    return fallbacksVersionMismatch.sum();
+  }
+
+  @Override
+  public String getEngineProtocolVersion() {
+    return engineProtocolVersion;
+  }
+
+  @Override
+  public String getHandshakeState() {
+    return handshakeState;
+  }
+
+  @Override
+  public long getAsksInFlight() {
+    return asksInFlight.sum();
   }
 
   @Override
@@ -121,7 +145,9 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
         + getEngineContainers() + " nativeHeartbeats=" + getNativeHeartbeats() + " nativeContainers="
         + getNativeContainers() + " fallbacks=" + getFallbacks() + " (timeout=" + getFallbacksTimeout()
         + " unavailable=" + getFallbacksUnavailable() + " error=" + getFallbacksError() + " invalid="
-        + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + ") reportEventsSent="
-        + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState();
+        + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + " versionMismatch="
+        + getFallbacksVersionMismatch() + ") reportEventsSent="
+        + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState()
+        + " handshake=" + getHandshakeState();
   }
 }
