@@ -128,8 +128,12 @@ def write_hosts(path: Path, nodes: int) -> None:
 
 
 def engine_conf(scheduler: str, target: str, deadline_ms: int) -> list[str]:
-    """yarn-site settings that point the yarn-rl scheduler at the engine."""
-    return [f"yarnrl.engine.address={target}", f"yarnrl.engine.deadline-ms={deadline_ms}"]
+    """yarn-site (and capacity-scheduler) settings that point the yarn-rl scheduler at the engine; with
+    RlCapacityScheduler the benchmark's one queue, root.default, opts in."""
+    conf = [f"yarnrl.engine.address={target}", f"yarnrl.engine.deadline-ms={deadline_ms}"]
+    if scheduler == "capacity":
+        conf.append("yarn.scheduler.capacity.root.default.yarnrl.engine.enabled=true")
+    return conf
 
 
 def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes: int) -> dict:
@@ -146,7 +150,9 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
                      "org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern="
                      "%d{ISO8601} %p %c{2}: %m%n\n")
     engine = None
-    conf = []
+    # Hadoop 3.5's CapacityScheduler allocates from its own threads by default (schedule-asynchronously); the engine
+    # decides inside node updates, which RlCapacityScheduler needs that off for, so both capacity cases run with it off
+    conf = ["yarn.scheduler.capacity.schedule-asynchronously.enable=false"] if scheduler == "capacity" else []
     if mode == "engine":
         from policy_engine.cli import start_engine_subprocess
 
@@ -161,7 +167,7 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
                 engine_log.flush()
 
         threading.Thread(target=pump, daemon=True).start()
-        conf = engine_conf(scheduler, target, args.deadline_ms)
+        conf += engine_conf(scheduler, target, args.deadline_ms)
     out = case_dir / "result.json"
     out.unlink(missing_ok=True)
     classpath = os.pathsep.join([str(rl.TEST_CLASSES), str(rl.SHADED_JAR), rl.CLASSPATH_FILE.read_text().strip()])

@@ -44,6 +44,7 @@ import org.apache.hadoop.yarn.server.resourcemanager.MockRM;
 import org.apache.hadoop.yarn.server.resourcemanager.MockRMAppSubmissionData;
 import org.apache.hadoop.yarn.server.resourcemanager.MockRMAppSubmitter;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMApp;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttemptState;
 import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.QueueMetrics;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.ResourceScheduler;
@@ -475,17 +476,28 @@ public final class SchedulerScale {
     waitFor(() -> scheduler.getNumClusterNodes() == o.nodes, 120_000, "the scheduler to see every node");
     progress("[%s] %d NodeManagers registered in %.1f s", o.label, o.nodes, (System.nanoTime() - t0) / 1e9);
 
-    SimApp[] apps = new SimApp[o.apps];
+    // unmanaged AMs: submitted, then registered once the RM has launched their attempts (our own generous waits:
+    // MockRM's helpers give up after seconds, too soon on a loaded machine)
+    RMApp[] submitted = new RMApp[o.apps];
     for (int i = 0; i < o.apps; i++) {
-      RMApp app = MockRMAppSubmitter.submit(rm, MockRMAppSubmissionData.Builder
+      submitted[i] = MockRMAppSubmitter.submit(rm, MockRMAppSubmissionData.Builder
           .createWithMemory(o.containerMb, rm)
           .withAppName("scale-" + i)
           .withUser("user")
           .withQueue("default")
           .withUnmanagedAM(true)
+          .withWaitForAppAcceptedState(false)
           .build());
-      MockAM am = MockRM.launchUAM(app, rm, nodes[i % o.nodes].nm);
-      am.registerAppAttempt();
+    }
+    SimApp[] apps = new SimApp[o.apps];
+    for (int i = 0; i < o.apps; i++) {
+      RMApp app = submitted[i];
+      waitFor(() -> app.getCurrentAppAttempt() != null
+          && app.getCurrentAppAttempt().getAppAttemptState() == RMAppAttemptState.LAUNCHED, 600_000,
+          app.getApplicationId() + " to be launched");
+      MockAM am = new MockAM(rm.getRMContext(), rm.getApplicationMasterService(),
+          app.getCurrentAppAttempt().getAppAttemptId());
+      am.registerAppAttempt(false);
       apps[i] = new SimApp(am, o, nodes, o.seed * 1_000_003L + i);
     }
     progress("[%s] %d nodes (%d racks, %d MB / %d vcores each), %d unmanaged AMs with %d pending tasks each "
