@@ -139,7 +139,7 @@ def engine_conf(scheduler: str, target: str, deadline_ms: int) -> list[str]:
 def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes: int) -> dict:
     label = f"{scheduler}/{mode}" + (f"/{policy}" if mode == "engine" else "") + f"/{nodes}"
     cls = SCHEDULERS[scheduler][0 if mode == "native" else 1]
-    case_dir = workdir / label.replace("/", "-")
+    case_dir = workdir / label.replace("/", "-")  # jvm.log, engine.log, result.json
     case_dir.mkdir(parents=True, exist_ok=True)
     hosts = workdir / "hosts"
     if not hosts.exists() or len(hosts.read_text().splitlines()) < nodes + 2:
@@ -246,6 +246,10 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def case_label(row: dict) -> str:
+    return f"{row['scheduler']} " + (f"engine ({row['policy']})" if row["mode"] == "engine" else "native")
+
+
 def plot(rows: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -256,7 +260,7 @@ def plot(rows: list[dict], path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     labels = []
     for r in rows:
-        lab = f"{r['scheduler']} {r['policy'] if r['mode'] == 'engine' else 'native'}"
+        lab = case_label(r)
         if lab not in labels:
             labels.append(lab)
     width = 0.8 / max(len(labels), 1)
@@ -265,8 +269,7 @@ def plot(rows: list[dict], path: Path) -> None:
         for i, lab in enumerate(labels):
             ys = []
             for n in nodes:
-                match = [r for r in rows if r["nodes"] == n and
-                         f"{r['scheduler']} {r['policy'] if r['mode'] == 'engine' else 'native'}" == lab]
+                match = [r for r in rows if r["nodes"] == n and case_label(r) == lab]
                 ys.append(match[0][key] if match else 0)
             ax.bar([j + i * width for j in range(len(nodes))], ys, width, label=lab)
         ax.set_xticks([j + width * (len(labels) - 1) / 2 for j in range(len(nodes))], [f"{n} nodes" for n in nodes])
@@ -300,8 +303,8 @@ def main(argv=None) -> int:
         log(f"skipped: {u['scheduler']} engine at {u['nodes']} nodes: {u['reason']}")
     log(f"{len(cases)} cases, about {args.warmup_seconds + args.seconds} s of load each plus set-up")
     rows = []
-    for scheduler, mode, policy, nodes in cases:
-        rows.append(run_case(args, args.out, scheduler, mode, policy, nodes))
+    for scheduler, mode, policy, nodes in cases:  # logs and per-case files under OUT/work (not kept in git)
+        rows.append(run_case(args, args.out / "work", scheduler, mode, policy, nodes))
         log(f"    {rows[-1]['heartbeats_per_s']:.0f} heartbeats/s, {rows[-1]['containers_per_s']:.0f} containers/s, "
             f"queue p99 {rows[-1]['queue_p99']:.0f}, fallbacks {rows[-1]['fallbacks']} "
             f"({rows[-1]['case_seconds']:.0f} s)")
