@@ -32,6 +32,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -159,7 +160,6 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
         engine_log = open(case_dir / "engine.log", "w")
         proc, target = start_engine_subprocess(policy, ["--grace", "1"])
         engine = (proc, engine_log)
-        import threading
 
         def pump():
             for line in proc.stdout:
@@ -187,7 +187,6 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
         with open(case_dir / "jvm.log", "w") as jvm_log:
             # the JVM's progress lines (stdout) are relayed; the RM's WARN logs (stderr) go only to jvm.log
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=jvm_log, text=True)
-            import threading
 
             def relay():
                 for line in proc.stdout:
