@@ -649,6 +649,7 @@ public final class SchedulerScale {
       r.put("fallbacks", rlAfter.getOrDefault("Fallbacks", 0L)); // the whole run, warm-up included
       r.put("fallbacks_window", window.getOrDefault("Fallbacks", 0L));
       r.put("engine", window); // counters over the measured window
+      r.put("engine_total", rlAfter); // and over the whole run, warm-up included
     } else {
       r.put("fallbacks", 0L);
     }
