@@ -30,6 +30,7 @@ import org.apache.hadoop.yarn.server.resourcemanager.scheduler.SchedulerAppUtils
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.SchedulerApplication;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CSQueue;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacitySchedulerConfiguration;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.ContainerAllocationProposal;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.ResourceCommitRequest;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.SchedulerContainer;
@@ -70,8 +71,9 @@ import org.yarnrl.v1.NodeRemoved;
  * on the same JMX bean as RlScheduler, {@code Hadoop:service=ResourceManager,name=RlScheduler}). Preemption is
  * CapacityScheduler's own monitor, untouched.
  *
- * <p>Not with {@code yarn.scheduler.capacity.schedule-asynchronously.enable=true}: CapacityScheduler then allocates
- * from its own threads, outside node updates; the engine is not used (logged at start).
+ * <p>Asynchronous scheduling ({@code yarn.scheduler.capacity.schedule-asynchronously.enable}, on by default in
+ * 3.5.0) allocates from CapacityScheduler's own threads outside node updates: with an engine address set it is
+ * turned off unless yarn-site.xml sets it explicitly, and when it is on the engine is not used (logged at start).
  */
 public class RlCapacityScheduler extends CapacityScheduler {
   private static final Logger LOG = LoggerFactory.getLogger(RlCapacityScheduler.class);
@@ -97,6 +99,15 @@ public class RlCapacityScheduler extends CapacityScheduler {
 
   @Override
   public void serviceInit(Configuration conf) throws Exception {
+    // CapacityScheduler 3.5.0 schedules asynchronously by default, from its own threads outside node updates; the
+    // engine's answers are applied in node updates, so with an engine configured it is off unless yarn-site.xml
+    // sets it explicitly (then the engine is not used, see below)
+    if (!conf.getTrimmed(RlScheduler.ENGINE_ADDRESS, "").isEmpty()
+        && conf.get(CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE) == null) {
+      conf.setBoolean(CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE, false);
+      LOG.info("RlCapacityScheduler: {}=false (engine answers are applied in node updates)",
+          CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE);
+    }
     usePlacementAllocator(conf);
     RMContext context = getRMContext();
     if (context != null && context.getYarnConfiguration() != null && context.getYarnConfiguration() != conf) {
@@ -105,8 +116,9 @@ public class RlCapacityScheduler extends CapacityScheduler {
     super.serviceInit(conf);
     refreshEngineQueues();
     if (getConfiguration().getScheduleAynschronously()) {
-      LOG.warn("RlCapacityScheduler: asynchronous scheduling is on, so CapacityScheduler allocates outside node "
-          + "updates; the engine is not used");
+      LOG.warn("RlCapacityScheduler: {}=true, so CapacityScheduler allocates from its own threads outside node "
+          + "updates; the engine is not used (leave the setting unset, or false, to use it)",
+          CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE);
       return;
     }
     engine = EnginePath.fromConf(conf, rlMetrics, "RlCapacityScheduler");
