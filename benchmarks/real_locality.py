@@ -66,8 +66,8 @@ def log(*args) -> None:
 # ---------------------------------------------------------------------------------------------- build, JVM
 
 
-def _stale() -> bool:
-    needed = (SHADED_JAR, CLASSPATH_FILE, TEST_CLASSES / "org" / "yarnrl" / "yarn" / "LocalityLab.class")
+def _stale(test_class: str) -> bool:
+    needed = (SHADED_JAR, CLASSPATH_FILE, TEST_CLASSES / (test_class.replace(".", "/") + ".class"))
     if not all(p.exists() for p in needed):
         return True
     built = SHADED_JAR.stat().st_mtime  # `package` shades it anew on every build (the class path file may keep its time)
@@ -76,9 +76,10 @@ def _stale() -> bool:
     return any(p.stat().st_mtime > built for p in sources)
 
 
-def build_plugin() -> None:
-    """The shaded plugin jar, the test classes (LocalityLab) and the class path file, when missing or stale."""
-    if not _stale():
+def build_plugin(test_class: str = "org.yarnrl.yarn.LocalityLab") -> None:
+    """The shaded plugin jar, the test classes (test_class among them) and the class path file, when missing or
+    stale."""
+    if not _stale(test_class):
         return
     mvn = shutil.which("mvn")
     if mvn is None:

@@ -1,0 +1,327 @@
+"""Scale of the plugin: a real ResourceManager scheduler with thousands of simulated NodeManagers, native vs engine.
+
+Each case is one JVM (yarn_plugin's test class org.yarnrl.yarn.bench.SchedulerScale): Hadoop's MockRM - a real
+ResourceManager (ResourceTrackerService, RMNode state machines, the RM dispatcher and YARN's asynchronous scheduler
+event queue) - with `--nodes` MockNMs heartbeating every second (containers reported RUNNING, then COMPLETE after a
+random lifetime) and unmanaged ApplicationMasters (MockAM, one per 250 nodes) that keep a backlog of MapReduce-like
+map asks (3 preferred hosts each, asked per host, rack and ANY) large enough to keep the cluster busy. Per scheduler:
+
+* native: YARN's own scheduler class (FifoScheduler, CapacityScheduler);
+* engine: the yarn-rl scheduler (RlScheduler; RlCapacityScheduler once it is built) asking a real
+  `policy-engine serve` subprocess, one case per `--policies` entry.
+
+Reported per case, over `--seconds` after `--warmup-seconds`: heartbeats (NODE_UPDATE events) the scheduler handled
+per second, containers allocated per second, the scheduler event queue length (p99, sampled every 50 ms), NODE_UPDATE
+handling time p50/p99, cluster utilization and the plugin's fallbacks (by reason, from its JMX bean); for engine
+cases also engine/native containers/s. Prints a table, writes results.json and a PNG under --out, and prints one JSON
+object as the last stdout line: {"results": [{"scheduler", "mode", "policy", "nodes", "heartbeats_per_s",
+"containers_per_s", "queue_p99", "fallbacks", ...}]}.
+
+Needs Java 17 and Maven (the plugin and its test classes are built on first use) and `make install`. Run it under
+`nice -n 10` on a shared machine:
+
+    .venv/bin/python benchmarks/plugin_scale.py --nodes 1000,5000 --scheduler fifo,capacity --policies fifo,delay
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import real_locality as rl  # noqa: E402  (build_plugin, java17_opens, the plugin's paths)
+
+RESULTS = ROOT / "benchmarks" / "results" / "plugin_scale"
+MAIN_CLASS = "org.yarnrl.yarn.bench.SchedulerScale"
+# scheduler -> (native class, engine class, where the engine class is compiled)
+SCHEDULERS = {
+    "fifo": ("org.apache.hadoop.yarn.server.resourcemanager.scheduler.fifo.FifoScheduler", "org.yarnrl.yarn.RlScheduler"),
+    "capacity": ("org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler",
+                 "org.yarnrl.yarn.RlCapacityScheduler"),
+}
+JSON_KEYS = ("scheduler", "mode", "policy", "nodes", "heartbeats_per_s", "containers_per_s", "queue_p99", "fallbacks")
+
+
+PROGRESS = sys.stdout  # sys.stderr with --json: stdout then carries only the JSON line
+
+
+def log(*args) -> None:
+    print(*args, file=PROGRESS, flush=True)
+
+
+def csv(kind, cast=str):
+    def parse(text: str):
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind}, got {text!r}")
+        try:
+            return [cast(t) for t in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind}, got {text!r}") from None
+    return parse
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="Timing numbers depend on the machine's load: on a shared machine compare the "
+                                       "modes of one run, not runs of different days.")
+    p.add_argument("--nodes", type=csv("node counts", int), default=[1000, 5000],
+                   help="simulated NodeManagers, comma-separated (default 1000,5000)")
+    p.add_argument("--scheduler", type=csv("schedulers"), default=["fifo", "capacity"],
+                   help=f"schedulers: {', '.join(SCHEDULERS)} (default both)")
+    p.add_argument("--policies", type=csv("policies"), default=["fifo", "delay"],
+                   help="engine policies, one engine case each (default fifo,delay)")
+    p.add_argument("--modes", type=csv("modes"), default=["native", "engine"],
+                   help="native, engine or both (default both)")
+    p.add_argument("--seconds", type=int, default=30, help="measured seconds per case (default 30)")
+    p.add_argument("--warmup-seconds", type=int, default=15,
+                   help="seconds before measuring, for the cluster to fill up (default 15)")
+    p.add_argument("--lifetime-s", type=float, default=10.0,
+                   help="mean container lifetime, uniform in [0.5, 1.5] x this (default 10)")
+    p.add_argument("--hosts-per-task", type=int, default=3,
+                   help="preferred hosts per pending task, asked per host and rack (0: ANY only; default 3)")
+    p.add_argument("--apps", type=int, default=0, help="ApplicationMasters (default: one per 250 nodes, at least 2)")
+    p.add_argument("--deadline-ms", type=int, default=20,
+                   help="the plugin's per-call engine deadline, yarnrl.engine.deadline-ms (default 20)")
+    p.add_argument("--heap", default="3g", help="JVM heap per case (default 3g)")
+    p.add_argument("--out", type=Path, default=RESULTS, help=f"results directory (default {RESULTS.relative_to(ROOT)})")
+    p.add_argument("--no-plot", dest="plot", action="store_false", help="skip the PNG")
+    p.add_argument("--json", action="store_true", help="print only the final JSON line on stdout (progress to stderr)")
+    args = p.parse_args(argv)
+    for s in args.scheduler:
+        if s not in SCHEDULERS:
+            p.error(f"--scheduler: unknown scheduler {s!r}; valid: {', '.join(SCHEDULERS)}")
+    for m in args.modes:
+        if m not in ("native", "engine"):
+            p.error(f"--modes: unknown mode {m!r}; valid: native, engine")
+    if any(n <= 0 for n in args.nodes):
+        p.error("--nodes must be positive")
+    if args.seconds <= 0 or args.warmup_seconds < 0 or args.lifetime_s <= 0 or args.deadline_ms <= 0:
+        p.error("--seconds, --lifetime-s and --deadline-ms must be positive, --warmup-seconds not negative")
+    if "engine" in args.modes:
+        from policy_engine.policy import available
+        names = [s.name for s in available()]
+        for pol in args.policies:
+            if pol not in names:
+                p.error(f"--policies: unknown policy {pol!r}; valid: {', '.join(names)}")
+    return args
+
+
+def class_built(name: str) -> bool:
+    return (rl.TARGET / "classes" / (name.replace(".", "/") + ".class")).exists()
+
+
+def write_hosts(path: Path, nodes: int) -> None:
+    """jdk.net.hosts.file for the JVM: the simulated hosts resolve locally (no DNS lookups per heartbeat)."""
+    lines = ["127.0.0.1 localhost", f"127.0.0.1 {socket.gethostname()}"]
+    lines += [f"127.0.0.1 h{i:05d}" for i in range(nodes)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def engine_conf(scheduler: str, target: str, deadline_ms: int) -> list[str]:
+    """yarn-site (and capacity-scheduler) settings that point the yarn-rl scheduler at the engine; with
+    RlCapacityScheduler the benchmark's one queue, root.default, opts in."""
+    conf = [f"yarnrl.engine.address={target}", f"yarnrl.engine.deadline-ms={deadline_ms}"]
+    if scheduler == "capacity":
+        conf.append("yarn.scheduler.capacity.root.default.yarnrl.engine.enabled=true")
+    return conf
+
+
+def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes: int) -> dict:
+    label = f"{scheduler}/{mode}" + (f"/{policy}" if mode == "engine" else "") + f"/{nodes}"
+    cls = SCHEDULERS[scheduler][0 if mode == "native" else 1]
+    case_dir = workdir / label.replace("/", "-")  # jvm.log, engine.log, result.json
+    case_dir.mkdir(parents=True, exist_ok=True)
+    hosts = workdir / "hosts"
+    if not hosts.exists() or len(hosts.read_text().splitlines()) < nodes + 2:
+        write_hosts(hosts, max(nodes, 5000))
+    log4j = workdir / "log4j.properties"
+    log4j.write_text("log4j.rootLogger=WARN,stderr\nlog4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
+                     "log4j.appender.stderr.Target=System.err\nlog4j.appender.stderr.layout="
+                     "org.apache.log4j.PatternLayout\nlog4j.appender.stderr.layout.ConversionPattern="
+                     "%d{ISO8601} %p %c{2}: %m%n\n")
+    engine = None
+    # Hadoop 3.5's CapacityScheduler allocates from its own threads by default (schedule-asynchronously); the engine
+    # decides inside node updates, which RlCapacityScheduler needs that off for, so both capacity cases run with it off
+    conf = ["yarn.scheduler.capacity.schedule-asynchronously.enable=false"] if scheduler == "capacity" else []
+    if mode == "engine":
+        from policy_engine.cli import start_engine_subprocess
+
+        engine_log = open(case_dir / "engine.log", "w")
+        proc, target = start_engine_subprocess(policy, ["--grace", "1"])
+        engine = (proc, engine_log)
+
+        def pump():
+            for line in proc.stdout:
+                engine_log.write(line)
+                engine_log.flush()
+
+        threading.Thread(target=pump, daemon=True).start()
+        conf += engine_conf(scheduler, target, args.deadline_ms)
+    out = case_dir / "result.json"
+    out.unlink(missing_ok=True)
+    classpath = os.pathsep.join([str(rl.TEST_CLASSES), str(rl.SHADED_JAR), rl.CLASSPATH_FILE.read_text().strip()])
+    cmd = ["java", f"-Xmx{args.heap}", *rl.java17_opens().split(), "-Djava.net.preferIPv4Stack=true",
+           f"-Djdk.net.hosts.file={hosts}", "-Dsun.net.inetaddr.ttl=-1", f"-Dlog4j.configuration=file:{log4j}",
+           "-cp", classpath, MAIN_CLASS, "--scheduler-class", cls, "--label", label, "--nodes", str(nodes),
+           "--seconds", str(args.seconds), "--warmup-seconds", str(args.warmup_seconds),
+           "--lifetime-s", str(args.lifetime_s), "--hosts-per-task", str(args.hosts_per_task),
+           "--apps", str(args.apps), "--out", str(out)]
+    for c in conf:
+        cmd += ["--conf", c]
+    # set-up (registering the nodes, starting the AMs) grows with the node count and the machine's load
+    limit = 300 + args.warmup_seconds + args.seconds + nodes * 0.06
+    log(f"--- {label}: {cls}" + (f" + policy-engine serve --policy {policy}" if engine else ""))
+    started = time.monotonic()
+    try:
+        with open(case_dir / "jvm.log", "w") as jvm_log:
+            # the JVM's progress lines (stdout) are relayed; the RM's WARN logs (stderr) go only to jvm.log
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=jvm_log, text=True)
+
+            def relay():
+                for line in proc.stdout:
+                    if line.startswith("["):
+                        print(line, end="", file=PROGRESS, flush=True)
+
+            t = threading.Thread(target=relay, daemon=True)
+            t.start()
+            try:
+                proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise SystemExit(f"plugin_scale: case {label} ran past {limit:.0f} s; see {case_dir / 'jvm.log'}")
+            t.join(10)
+        if proc.returncode != 0 or not out.exists():
+            raise SystemExit(f"plugin_scale: case {label} failed (exit {proc.returncode}); see {case_dir / 'jvm.log'}")
+        result = json.loads(out.read_text())
+    finally:
+        if engine:
+            eproc, elog = engine
+            if eproc.poll() is None:
+                eproc.send_signal(signal.SIGTERM)
+                try:
+                    eproc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    eproc.kill()
+            elog.close()
+    row = {"scheduler": scheduler, "mode": mode, "policy": policy if mode == "engine" else "native",
+           "nodes": nodes}
+    row.update({k: result[k] for k in ("heartbeats_per_s", "containers_per_s", "queue_p99", "fallbacks")})
+    row.update({k: v for k, v in result.items() if k not in row})
+    row["case_seconds"] = time.monotonic() - started
+    return row
+
+
+def add_ratios(rows: list[dict]) -> None:
+    native = {(r["scheduler"], r["nodes"]): r for r in rows if r["mode"] == "native"}
+    for r in rows:
+        n = native.get((r["scheduler"], r["nodes"]))
+        if r["mode"] == "engine" and n and n["containers_per_s"] > 0:
+            r["containers_ratio"] = r["containers_per_s"] / n["containers_per_s"]
+            r["heartbeats_ratio"] = r["heartbeats_per_s"] / max(n["heartbeats_per_s"], 1e-9)
+
+
+def table(rows: list[dict]) -> str:
+    head = (f"{'scheduler':<9} {'mode':<6} {'policy':<6} {'nodes':>5} {'hb sent/s':>9} {'hb/s':>7} {'cont/s':>7} "
+            f"{'ratio':>5} {'util':>5} {'queue p99':>9} {'nu p50 us':>9} {'nu p99 us':>9} {'fallbacks':>9}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        ratio = f"{r['containers_ratio']:.2f}" if "containers_ratio" in r else "-"
+        lines.append(f"{r['scheduler']:<9} {r['mode']:<6} {r['policy']:<6} {r['nodes']:>5} "
+                     f"{r['heartbeats_sent_per_s']:>9.0f} {r['heartbeats_per_s']:>7.0f} {r['containers_per_s']:>7.0f} "
+                     f"{ratio:>5} {r['utilization']:>5.2f} {r['queue_p99']:>9.0f} {r['node_update_p50_us']:>9.0f} "
+                     f"{r['node_update_p99_us']:>9.0f} {r['fallbacks']:>9}")
+    return "\n".join(lines)
+
+
+def case_label(row: dict) -> str:
+    return f"{row['scheduler']} " + (f"engine ({row['policy']})" if row["mode"] == "engine" else "native")
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nodes = sorted({r["nodes"] for r in rows})
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    labels = []
+    for r in rows:
+        lab = case_label(r)
+        if lab not in labels:
+            labels.append(lab)
+    width = 0.8 / max(len(labels), 1)
+    for ax, key, title in ((axes[0], "containers_per_s", "containers allocated / s"),
+                           (axes[1], "heartbeats_per_s", "heartbeats handled / s")):
+        for i, lab in enumerate(labels):
+            ys = []
+            for n in nodes:
+                match = [r for r in rows if r["nodes"] == n and case_label(r) == lab]
+                ys.append(match[0][key] if match else 0)
+            ax.bar([j + i * width for j in range(len(nodes))], ys, width, label=lab)
+        ax.set_xticks([j + width * (len(labels) - 1) / 2 for j in range(len(nodes))], [f"{n} nodes" for n in nodes])
+        ax.set_title(title)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("yarn-rl plugin at scale: native scheduler vs plugin + policy engine (MockRM, 1 s heartbeats)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    global PROGRESS
+    args = parse_args(argv)
+    PROGRESS = sys.stderr if args.json else sys.stdout
+    rl.build_plugin(MAIN_CLASS)
+    args.out.mkdir(parents=True, exist_ok=True)
+    cases, unavailable = [], []
+    for nodes in args.nodes:
+        for scheduler in args.scheduler:
+            if "native" in args.modes:
+                cases.append((scheduler, "native", "native", nodes))
+            if "engine" in args.modes:
+                engine_class = SCHEDULERS[scheduler][1]
+                if not class_built(engine_class):
+                    unavailable.append({"scheduler": scheduler, "mode": "engine", "nodes": nodes,
+                                        "reason": f"{engine_class} is not built in this checkout"})
+                    continue
+                cases += [(scheduler, "engine", policy, nodes) for policy in args.policies]
+    for u in unavailable:
+        log(f"skipped: {u['scheduler']} engine at {u['nodes']} nodes: {u['reason']}")
+    log(f"{len(cases)} cases, about {args.warmup_seconds + args.seconds} s of load each plus set-up")
+    rows = []
+    for scheduler, mode, policy, nodes in cases:  # logs and per-case files under OUT/work (not kept in git)
+        rows.append(run_case(args, args.out / "work", scheduler, mode, policy, nodes))
+        log(f"    {rows[-1]['heartbeats_per_s']:.0f} heartbeats/s, {rows[-1]['containers_per_s']:.0f} containers/s, "
+            f"queue p99 {rows[-1]['queue_p99']:.0f}, fallbacks {rows[-1]['fallbacks']} "
+            f"({rows[-1]['case_seconds']:.0f} s)")
+    add_ratios(rows)
+    log(table(rows))
+    load = os.getloadavg()[0]
+    result = {"results": rows, "unavailable": unavailable, "load_average_1m": load, "cpus": os.cpu_count(),
+              "seconds": args.seconds, "warmup_seconds": args.warmup_seconds}
+    (args.out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    if args.plot and rows:
+        try:
+            plot(rows, args.out / "plugin_scale.png")
+            log(f"plot: {args.out / 'plugin_scale.png'}")
+        except ImportError:
+            log("plot skipped: matplotlib is not installed")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
