@@ -415,6 +415,8 @@ def main(argv=None) -> int:
     p.add_argument("--policy-set", action="append", default=[], metavar="POLICY:KEY=VALUE",
                    help="a policy option, repeatable (e.g. delay:node_locality_delay=10)")
     p.add_argument("--deadline-ms", type=int, default=50, help="RlScheduler's per-call deadline (default 50)")
+    p.add_argument("--engine-settle-s", type=float, default=3.0,
+                   help="seconds between an engine's start and the first job, for the plugin to reconnect (default 3)")
     p.add_argument("--emulator-episodes", type=int, default=5, help="emulator episodes per prediction (default 5)")
     p.add_argument("--out", type=Path, default=RESULTS, help=f"results directory (default {RESULTS})")
     p.add_argument("--workdir", type=Path, default=TARGET / "real-locality",
@@ -466,6 +468,7 @@ def main(argv=None) -> int:
         # online learning continues across runs and experiments: each engine restart resumes this table
         options["clqlmrs"] += ["--set", f"save_to={args.workdir / 'clqlmrs-online.safetensors'}"]
 
+    stamp = "-".join([*workloads, *sizes, f"r{args.runs}"])
     port, metrics_port = free_port(), free_port()
     t_start = time.perf_counter()
     log(f"starting the mini cluster (engine address 127.0.0.1:{port}); JVM log {args.workdir / 'jvm.log'}")
@@ -480,8 +483,8 @@ def main(argv=None) -> int:
 
         total = len(workloads) * len(sizes) * args.runs * len(policies)
         bar = tqdm(total=total, desc="policy runs", unit="run", file=sys.stderr)
-        for workload in workloads:
-            for size in sizes:
+        for size in sizes:  # every workload at the smaller size first: a run cut short has the whole small table
+            for workload in workloads:
                 key = f"{workload}-{size}"
                 data = prepare(lab, workload, size, args.maps, args.cached_share)
                 per_policy: dict[str, dict] = {name: {"runs": [], "latency": [], "labels": {}} for name in policies}
@@ -490,6 +493,9 @@ def main(argv=None) -> int:
                     for name in order:
                         engine = Engine(name, port, metrics_port, lab.webHdfsUrl(), args.workdir / f"engine-{name}.log",
                                         options[name])
+                        # the plugin's channel to the previous engine broke when it stopped; its reconnect back-off
+                        # (~1 s) would answer the first heartbeats UNAVAILABLE (native placement) without a pause
+                        time.sleep(args.engine_settle_s)
                         try:
                             rs = run_policy(lab, data, workload, args.jobs, args.interarrival_s, f"{name}-{run}")
                             text = engine.metrics()
@@ -534,6 +540,9 @@ def main(argv=None) -> int:
                     }
                 results["experiments"][key] = exp
                 print_table(key, exp)
+                # what is done so far survives a run cut short (the file is rewritten whole at the end)
+                (args.out / f"real_locality-{stamp}.json").write_text(json.dumps({**results, "partial": True},
+                                                                                 indent=1))
                 lab.uncacheAll()
                 lab.delete(data["base"])
         bar.close()
@@ -541,7 +550,6 @@ def main(argv=None) -> int:
     finally:
         cluster.close()
     results["seconds"] = time.perf_counter() - t_start
-    stamp = "-".join([*workloads, *sizes, f"r{args.runs}"])
     (args.out / f"real_locality-{stamp}.json").write_text(json.dumps(results, indent=1))
     png = args.out / f"real_locality-{stamp}.png"
     plot(results, png)

@@ -25,6 +25,19 @@ This is exact for MapReduce with one input block per split (the default: split s
 no map attempt fails; the benchmark (benchmarks/real_locality.py) checks it against a ground-truth counter each map
 task computes from its own split and host. Other frameworks' ApplicationMasters choose differently; for them the
 labels are the same rule's best guess.
+
+Containers the plugin placed natively
+-------------------------------------
+A ledger needs the job's blocks, and the engine may not have them when the job's map asks go by: WebHDFS answers
+in the background (a path seen for the first time has no blocks on that heartbeat), and on a deadline miss, an
+unavailable engine or an open breaker the plugin places the heartbeat natively (FIFO places a whole job's maps in
+one or two heartbeats). Labels then went missing for whole jobs (in a loaded benchmark run, FIFO's engine labels
+counted 1 cache-local map where the maps themselves counted 4). So the ledger does not depend on having seen a
+map ask *with* blocks: the labeler remembers each application's input paths and map asks from every observation
+(the ApplicationMaster's own ask names the paths too), and when a map container starts for an application without
+a ledger it builds the ledger then, from `blocks_of(paths)` (the block locator's cache: non-blocking). A map ask
+it never saw at all is recognised by its priority (the ask id is `attempt/priority/allocation id`): that of the
+application's map asks seen so far, else MapReduce's map priority (20).
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Callable
 
 from policy_engine.types import (
     BlockInfo,
@@ -48,6 +62,28 @@ log = logging.getLogger(__name__)
 
 # labels of ContainerStarted for the read states, and the Prometheus label of each
 STATE_NAMES = ("cl", "dl", "crl", "drl", "no")
+# MapReduce's map ask priority (RMContainerAllocator.PRIORITY_MAP); fast-fail maps (5), reduces (10) and the
+# ApplicationMaster (0) differ
+MAPREDUCE_MAP_PRIORITY = 20
+
+
+def ask_priority(ask_id: str) -> int | None:
+    """The priority in the plugin's ask id (`attempt/priority/allocation id`), None for another form."""
+    parts = ask_id.split("/")
+    if len(parts) != 3:
+        return None
+    try:
+        return int(parts[1])
+    except ValueError:
+        return None
+
+
+@dataclass(slots=True)
+class _App:
+    """What the observations told about an application before (or without) its blocks."""
+    paths: tuple[str, ...] = ()
+    map_asks: set[str] = field(default_factory=set)
+    other_asks: set[str] = field(default_factory=set)   # asks without host/rack entries (AM, reduces)
 
 
 @dataclass(slots=True)
@@ -70,9 +106,15 @@ class LocalityLabeler:
     `engine.event_annotators.append(labeler.label)`.
     """
 
-    def __init__(self, max_apps: int = 10_000, registry=None):
+    def __init__(self, max_apps: int = 10_000, registry=None,
+                 blocks_of: Callable[[tuple[str, ...]], tuple[BlockInfo, ...] | None] | None = None):
+        """`blocks_of(paths)`: the blocks of input paths when known now, without blocking (None or empty when not:
+        policy_engine.hdfs.BlockLocator.blocks_of); it lets a ledger be built when a job's first map container
+        starts, for jobs whose map asks went by before their blocks were known."""
         self.max_apps = max_apps
+        self.blocks_of = blocks_of
         self._apps: OrderedDict[str, _Ledger] = OrderedDict()
+        self._seen: OrderedDict[str, _App] = OrderedDict()     # every application observed, blocks or not
         self._nodes: dict[str, tuple[str, str]] = {}          # node id -> (host, rack)
         self._rack_of_host: dict[str, str] = {}
         self._labels: OrderedDict[str, tuple[int, bool | None, str]] = OrderedDict()  # container id -> label
@@ -94,20 +136,66 @@ class LocalityLabeler:
                 self._rack_of_host[node.host] = node.rack
         for ask in obs.asks:
             job = ask.job
-            if job is None or not job.input_blocks or not any(lr.resource_name != "*" for lr in ask.locality):
-                continue  # not a map ask: nothing to narrow
+            if job is None or not (job.input_blocks or job.input_paths):
+                continue
+            is_map = any(lr.resource_name != "*" for lr in ask.locality)
+            app = self._app(ask.application_id)
+            if job.input_paths and not app.paths:
+                app.paths = tuple(job.input_paths)
+            (app.map_asks if is_map else app.other_asks).add(ask.ask_id)
+            if not is_map or not job.input_blocks:
+                continue  # not a map ask, or its blocks are not known yet: nothing to narrow
             ledger = self._apps.get(ask.application_id)
             if ledger is None:
-                order = task_order(job.input_blocks)
-                ledger = self._apps[ask.application_id] = _Ledger(order, [True] * len(order))
-                while len(self._apps) > self.max_apps:
-                    self._apps.popitem(last=False)
+                ledger = self._new_ledger(ask.application_id, job.input_blocks)
             ledger.map_asks.add(ask.ask_id)
             # The ledger cannot know about map attempts that failed and were asked for again: never show fewer
             # pending blocks than the ask has pending containers.
             while sum(ledger.pending) < ask.num_containers and ledger.consumed:
                 ledger.pending[ledger.consumed.pop()] = True
             job.input_blocks = tuple(b for b, p in zip(ledger.order, ledger.pending) if p)
+
+    def _app(self, app_id: str) -> _App:
+        app = self._seen.get(app_id)
+        if app is None:
+            app = self._seen[app_id] = _App()
+            while len(self._seen) > self.max_apps:
+                self._seen.popitem(last=False)
+        return app
+
+    def _new_ledger(self, app_id: str, blocks: tuple[BlockInfo, ...]) -> _Ledger:
+        order = task_order(blocks)
+        ledger = self._apps[app_id] = _Ledger(order, [True] * len(order))
+        seen = self._seen.get(app_id)
+        if seen is not None:
+            ledger.map_asks |= seen.map_asks
+        while len(self._apps) > self.max_apps:
+            self._apps.popitem(last=False)
+        return ledger
+
+    def _ledger_for(self, app_id: str, ask_id: str) -> _Ledger | None:
+        """The ledger a container of this ask consumes from, None when the ask is not a map ask of a job with
+        known blocks. Builds the ledger from `blocks_of` when the job's blocks were not known while its asks
+        were observed, and takes an ask never observed for a map ask by its priority (module doc)."""
+        ledger = self._apps.get(app_id)
+        app = self._seen.get(app_id)
+        if ledger is None:
+            if app is None or not app.paths or self.blocks_of is None:
+                return None
+            blocks = self.blocks_of(app.paths)
+            if not blocks:
+                return None
+            ledger = self._new_ledger(app_id, tuple(blocks))
+        if ask_id in ledger.map_asks:
+            return ledger
+        if app is not None and ask_id in app.other_asks:
+            return None
+        prio = ask_priority(ask_id)
+        known = {ask_priority(a) for a in ledger.map_asks} - {None}
+        if prio is not None and prio in (known or {MAPREDUCE_MAP_PRIORITY}):
+            ledger.map_asks.add(ask_id)
+            return ledger
+        return None
 
     def observe_node(self, node_id: str, host: str, rack: str) -> None:
         self._nodes[node_id] = (host, rack)
@@ -164,8 +252,8 @@ class LocalityLabeler:
             if e.container_id in self._labels:
                 got = self._labels[e.container_id]
             else:
-                ledger = self._apps.get(e.application_id)
-                if ledger is None or e.ask_id not in ledger.map_asks:
+                ledger = self._ledger_for(e.application_id, e.ask_id)
+                if ledger is None:
                     return
                 host, rack = self._where(e.node_id)
                 got = self._take(ledger, host, rack)
@@ -182,6 +270,7 @@ class LocalityLabeler:
                 self._apply(ev, got)
         elif isinstance(ev, JobFinished):
             self._apps.pop(ev.job_id, None)
+            self._seen.pop(ev.job_id, None)
 
     def _count(self, got: tuple[int, bool | None, str]) -> None:
         level, rack_cached, _ = got

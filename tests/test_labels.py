@@ -130,3 +130,61 @@ def test_engine_relabels_events_before_learners_see_them():
     engine.report([started("c1", "n1")])
     assert seen == [Locality.CACHE_LOCAL]  # n1: part-1 (task 0) has no replica there; part-0 is cached on n1
     assert labeler.labelled["cl"] == 1
+
+
+def _unlabelled_labeler(blocks_known: bool) -> tuple[LocalityLabeler, list]:
+    """A labeler whose blocks come from a locator-like cache that answers only once `blocks_known[0]`."""
+    known = [blocks_known]
+    calls = []
+
+    def blocks_of(paths):
+        calls.append(paths)
+        return BLOCKS if known[0] and paths == ("/in",) else None
+
+    labeler = LocalityLabeler(blocks_of=blocks_of)
+    for h, r in RACK.items():
+        labeler.label(NodeAdded(node_id=f"{h}:8041", host=h, rack=r))
+    labeler._known = known  # the test flips it when "WebHDFS answers"
+    return labeler, calls
+
+
+def test_native_map_containers_are_labelled_when_the_maps_ask_went_by_before_its_blocks():
+    # the map ask is observed while WebHDFS has not answered yet (no blocks), and FIFO places every map at once;
+    # the blocks arrive before the containers' ContainerStarted: the ledger is built then, from the locator
+    labeler, calls = _unlabelled_labeler(False)
+    ask = maps_ask()
+    ask.job = JobMetadata(input_paths=("/in",))
+    labeler.annotate(observe(node("n1"), [ask]))
+    labeler._known[0] = True
+    assert labelled(labeler, started("c1", "n3")) == (Locality.NODE_LOCAL, None, "/in/part-1@0")
+    assert labelled(labeler, started("c2", "n1")) == (Locality.CACHE_LOCAL, None, "/in/part-0@0")
+    assert calls == [("/in",)]  # built once, then the ledger is used
+    assert labeler.labelled == {"cl": 1, "dl": 1, "crl": 0, "drl": 0, "no": 0}
+
+
+def test_native_map_containers_of_asks_never_observed_are_labelled_by_priority():
+    # the engine saw only the ApplicationMaster's ask (it names the input too); the map asks were placed
+    # natively (deadline misses) and never observed: map containers are told apart by MapReduce's map priority
+    labeler, _ = _unlabelled_labeler(True)
+    am_ask = Ask("app1_01/0/0", application_id="app1", priority=0, resource=Resource(1024, 1), num_containers=1,
+                 job=JobMetadata(input_paths=("/in",)))
+    labeler.annotate(observe(node("n2"), [am_ask]))
+    assert labelled(labeler, started("am", "n2", ask_id="app1_01/0/0", locality=Locality.OFF_SWITCH)) == (
+        Locality.OFF_SWITCH, None, "")
+    assert labelled(labeler, started("c1", "n1", ask_id="app1_01/20/0")) == (Locality.CACHE_LOCAL, None,
+                                                                            "/in/part-0@0")
+    # a reduce (priority 10, never observed either) keeps the plugin's label and consumes no block
+    assert labelled(labeler, started("r1", "n4", ask_id="app1_01/10/0", locality=Locality.OFF_SWITCH)) == (
+        Locality.OFF_SWITCH, None, "")
+    assert labelled(labeler, started("c2", "n4", ask_id="app1_01/20/0")) == (Locality.CACHE_LOCAL, None,
+                                                                            "/in/part-2@0")
+    assert labeler.labelled == {"cl": 2, "dl": 0, "crl": 0, "drl": 0, "no": 0}
+
+
+def test_no_label_without_blocks_and_an_application_the_engine_never_saw():
+    labeler, _ = _unlabelled_labeler(False)
+    assert labelled(labeler, started("c1", "n1")) == (Locality.NODE_LOCAL, None, "")
+    labeler.annotate(observe(node("n1"), [Ask("app1_01/20/0", application_id="app1", num_containers=4,
+                                              locality=maps_ask().locality, job=JobMetadata(input_paths=("/in",)))]))
+    assert labelled(labeler, started("c2", "n1")) == (Locality.NODE_LOCAL, None, "")  # blocks still unknown
+    assert sum(labeler.labelled.values()) == 0
