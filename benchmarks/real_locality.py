@@ -607,6 +607,34 @@ def print_table(key: str, exp: dict) -> None:
             f"{p['engine_labels']['cl']:>5}/{p['read']['CL']:<5}")
 
 
+def plugin_cell(plugin: dict | None) -> str:
+    if not plugin:
+        return "-"
+    return (f"{plugin.get('engine_containers', 0)} / {plugin.get('native_containers', 0)}, "
+            f"{plugin.get('fallbacks', 0)} ({plugin.get('fallbacks_timeout', 0)} deadline)")
+
+
+def markdown_table(key: str, exp: dict) -> str:
+    """One experiment as the Markdown table benchmarks/README.md shows (emulator prediction in brackets)."""
+    rows = [f"**{key}** ({exp['runs']} runs x {exp['jobs']} concurrent jobs x {exp['maps']} maps; "
+            f"{exp['cached_files']}/{exp['files']} input files cached; emulator prediction in brackets)", "",
+            "| policy | local-task rate | cache locality | data-local / rack-local / off-switch maps | mean job time (s) "
+            "| makespan (s) | decision latency p50 / p99 (ms), calls | engine-placed / native containers, fallbacks "
+            "| engine CL labels / maps' own CL |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name, p in exp["policies"].items():
+        e, lat = p["emulator"], p["decision_latency_ms"]
+        rows.append(
+            f"| {name} | {fmt(p['local_task_rate'], 2)} [{e['local_task_rate']['mean']:.2f}] "
+            f"| {fmt(p['cache_locality'], 2)} [{e['cache_locality']['mean']:.2f}] "
+            f"| {p['data_local_maps']} / {p['rack_local_maps']} / {p['off_switch_maps']} "
+            f"| {fmt(p['job_time_s'], 1)} [{e['job_time_s']['mean']:.1f}] "
+            f"| {fmt(p['makespan_s'], 1)} [{e['makespan_s']['mean']:.1f}] "
+            f"| {lat['p50']:.2f} / {lat['p99']:.2f}, {int(lat['count'])} "
+            f"| {plugin_cell(p.get('plugin'))} | {p['engine_labels']['cl']} / {p['read']['CL']} |")
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
@@ -718,6 +746,7 @@ def main(argv=None) -> int:
                 for run in range(args.runs):
                     order = policies[run % len(policies):] + policies[:run % len(policies)]
                     for name in order:
+                        before = json.loads(lab.pluginMetrics())
                         engine = start_engine(name)
                         # the plugin's channel to the previous engine broke when it stopped; its reconnect back-off
                         # (~1 s) would answer the first heartbeats UNAVAILABLE (native placement) without a pause
@@ -728,6 +757,11 @@ def main(argv=None) -> int:
                         finally:
                             engine.stop()
                         summary = summarize_run(rs)
+                        after = json.loads(lab.pluginMetrics())
+                        # the plugin's counters over this policy's run: how much of it the engine really placed
+                        summary["plugin"] = {k: after[k] - before.get(k, 0) for k in after
+                                             if isinstance(after[k], (int, float)) and k.startswith(
+                                                 ("engine_", "native_", "fallbacks"))}
                         if not sum(summary["read"].values()):  # no per-map probe (docker): the engine's labels
                             run_labels = {re.search(r'state="(\w+)"', k).group(1): int(v) for k, v in
                                           metric_values(text, "yarnrl_map_containers_read_total").items()}
@@ -765,6 +799,7 @@ def main(argv=None) -> int:
                         "read": {s: sum(r["read"][s] for r in runs) for s in STATES},
                         "engine_labels": {s: per_policy[name]["labels"].get(s, 0)
                                           for s in ("cl", "dl", "crl", "drl", "no")},
+                        "plugin": {k: sum(r["plugin"].get(k, 0) for r in runs) for k in runs[0]["plugin"]},
                         "decision_latency_ms": {"p50": quantile(lat, 0.5) * 1000, "p99": quantile(lat, 0.99) * 1000,
                                                 "count": lat[-1][1] if lat else 0},
                         "emulator": emulator_prediction(name, workload, params, args.emulator_episodes,
@@ -773,6 +808,7 @@ def main(argv=None) -> int:
                     }
                 results["experiments"][key] = exp
                 print_table(key, exp)
+                log("\n" + markdown_table(key, exp))
                 # what is done so far survives a run cut short (the file is rewritten whole at the end)
                 (args.out / f"real_locality-{stamp}.json").write_text(json.dumps({**results, "partial": True},
                                                                                  indent=1))
