@@ -151,7 +151,8 @@ def plot_fig5(results: dict, baseline: str, path: Path) -> None:
 
 def run_ablation(episodes: int, seed: int, out: Path, progress: bool) -> dict:
     """Fig. 4d: RL-FC on Bernoulli with and without the improved ε-greedy, same seed and schedule."""
-    from emulator.learners.rl_fc import CHECKPOINT, CURVE_JSON, train_rl_fc
+    from emulator.learners.replay_run import CHECKPOINT, CURVE_JSON
+    from emulator.learners.rl_fc import train_rl_fc
 
     scenario = get_scenario("multicluster-bernoulli")
     curves = {}
@@ -166,7 +167,7 @@ def run_ablation(episodes: int, seed: int, out: Path, progress: bool) -> dict:
 
 def load_run(run_dir: Path) -> dict:
     """A finished `emulator train --algo rl-fc` run: its learning curve and summary numbers."""
-    from emulator.learners.rl_fc import CURVE_JSON
+    from emulator.learners.replay_run import CURVE_JSON
 
     path = run_dir / CURVE_JSON
     if not path.exists():

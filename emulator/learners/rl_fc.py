@@ -19,9 +19,7 @@ saved as a `rl-fc` model artifact that policy_engine.policies.rl_fc serves with 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +36,14 @@ from torch import nn  # noqa: E402
 
 from emulator.drivers import InProcessDriver  # noqa: E402
 from emulator.learners import common  # noqa: E402
+from emulator.learners.replay_run import (  # noqa: E402
+    BEST_MODEL,
+    CHECKPOINT,
+    CURVE_PNG,
+    MODEL,
+    CurveStyle,
+    ReplayRun,
+)
 from emulator.multicluster.metrics import eval_app, s_log  # noqa: E402
 from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
@@ -52,12 +58,6 @@ from policy_engine.types import (  # noqa: E402
     RouteObservation,
 )
 
-CHECKPOINT = "checkpoint.pt"
-MODEL = "model.safetensors"
-BEST_MODEL = "best-model.safetensors"
-CURVE_JSON = "learning-curve.json"
-CURVE_PNG = "learning-curve.png"
-PLOT_EVERY_S = 300.0
 SUMMARY_METRICS = ("tmdl", "ajdr", "ajer", "s_log", "eval_app")
 
 
@@ -329,8 +329,13 @@ def evaluate_policy(scenario: Scenario, policy: Policy, cfg: RlFcConfig) -> dict
     return _mean_metrics([scenario.run_episode(driver, cfg.eval_seed + i) for i in range(cfg.eval_episodes)])
 
 
-class RlFcTrainer:
+class RlFcTrainer(ReplayRun):
     """Holds the network, optimiser, buffer and RNGs of one run; checkpoints all of them for --resume."""
+
+    algorithm = "rl-fc"
+    policy_name = POLICY_NAME
+    selected_by = "best validation Eval_app"
+    style = CurveStyle("eval_app", "Eval_app (validation, higher is better)", "RL-FC")
 
     def __init__(self, scenario: Scenario, cfg: RlFcConfig, seed: int, out: Path):
         torch.set_num_threads(max(1, cfg.threads))
@@ -344,18 +349,7 @@ class RlFcTrainer:
         self.net = None
         self.optim = None
         self.buffer: ReplayBuffer | None = None
-        self.episode = 0               # episodes completed
-        self.curve: list[dict[str, Any]] = []   # one row per evaluation
-        self.train_rows: list[dict[str, Any]] = []  # one row per training episode
-        self.baselines: dict[str, dict[str, float]] = {}
-        self.best: dict[str, Any] | None = None
-        self.train_seconds = 0.0   # playing training episodes, valuing them and the training passes
-        self.wall_seconds = 0.0    # the whole run: training, evaluations, checkpoints
-        self._plotted_at = time.monotonic()
-
-    def plot_due(self) -> bool:
-        """The PNG is redrawn at most every PLOT_EVERY_S during a run (matplotlib takes seconds), and at the end."""
-        return time.monotonic() - self._plotted_at >= PLOT_EVERY_S
+        self.init_run_state()
 
     # ---------------------------------------------------------------- set-up
 
@@ -384,9 +378,6 @@ class RlFcTrainer:
         self.behaviour.network = ValueNetwork(network_tensors(self.net))
 
     # ---------------------------------------------------------------- one episode
-
-    def train_seed(self, episode: int) -> int:
-        return self.cfg.train_seed + 100_000 * self.seed + episode
 
     def run_episode(self) -> dict[str, Any]:
         ep = self.episode + 1
@@ -442,73 +433,13 @@ class RlFcTrainer:
             self.save_model(self.out / BEST_MODEL, tensors, m, best=True)
         return row
 
-    # ---------------------------------------------------------------- files
+    # ---------------------------------------------------------------- resume
 
-    def metadata(self, metrics: dict[str, float], best: bool) -> dict[str, Any]:
-        return {
-            "policy": POLICY_NAME, "algorithm": "rl-fc", "scenario": self.scenario.name,
-            "scenario_params": self.scenario.describe(), "seed": self.seed, "episodes_trained": self.episode,
-            "selected": "best validation Eval_app" if best else "final episode",
-            "hyperparameters": dataclasses.asdict(self.cfg), "state_dim": self.state_dim,
-            "n_clusters": self.n_actions, "validation": {"episodes": self.cfg.eval_episodes,
-                                                         "seed": self.cfg.eval_seed, **metrics},
-            "baselines_validation": self.baselines, "train_seconds": round(self.train_seconds, 1),
-            "wall_seconds": round(self.wall_seconds, 1),
-            "model_version": f"rl-fc-{self.scenario.name}-s{self.seed}-ep{self.episode}",
-        }
-
-    def save_model(self, path: Path, tensors: dict[str, np.ndarray], metrics: dict[str, float],
-                   best: bool = False) -> str:
-        from policy_engine.artifact import save_artifact
-
-        return save_artifact(path, tensors, self.metadata(metrics, best))
-
-    def checkpoint(self) -> None:
-        state = {
-            "config": dataclasses.asdict(self.cfg), "scenario": self.scenario.name, "seed": self.seed,
-            "episode": self.episode, "state_dim": self.state_dim, "n_actions": self.n_actions,
-            "net": self.net.state_dict(), "optim": self.optim.state_dict(),
-            "buffer": {k: torch.from_numpy(v) for k, v in self.buffer.state_dict().items()},
-            "rng": json.dumps(self.rng.bit_generator.state),
-            "behaviour_rng": json.dumps(self.behaviour.rng.bit_generator.state),
-            "torch_rng": torch.get_rng_state(),
-            "curve": json.dumps(self.curve), "train_rows": json.dumps(self.train_rows),
-            "baselines": json.dumps(self.baselines), "best": json.dumps(self.best),
-            "train_seconds": self.train_seconds, "wall_seconds": self.wall_seconds,
-        }
-        tmp = self.out / f".{CHECKPOINT}.tmp"
-        torch.save(state, tmp)
-        os.replace(tmp, self.out / CHECKPOINT)
-
-    def restore(self, path: Path) -> None:
-        state = common.read_torch_checkpoint(path, self.cfg, ("episodes", "eval_every", "checkpoint_every", "threads"))
-        if state["scenario"] != self.scenario.name or state["seed"] != self.seed:
-            raise ValueError(f"checkpoint {path} is for scenario {state['scenario']} seed {state['seed']}, not "
-                             f"{self.scenario.name} seed {self.seed}")
+    def before_restore(self, state: dict[str, Any]) -> None:
         self._make_network(state["state_dim"], state["n_actions"])
-        self.net.load_state_dict(state["net"])
-        self.optim.load_state_dict(state["optim"])
-        self.buffer.load_state_dict({k: v.numpy() for k, v in state["buffer"].items()})
-        self.rng.bit_generator.state = json.loads(state["rng"])
-        self.behaviour.rng.bit_generator.state = json.loads(state["behaviour_rng"])
-        torch.set_rng_state(state["torch_rng"])
-        self.episode = state["episode"]
-        self.curve = json.loads(state["curve"])
-        self.train_rows = json.loads(state["train_rows"])
-        self.baselines = json.loads(state["baselines"])
-        self.best = json.loads(state["best"])
-        self.train_seconds = float(state["train_seconds"])
-        self.wall_seconds = float(state.get("wall_seconds", 0.0))
-        self._sync_behaviour()
 
-    def write_curve(self, plot: bool = True) -> None:
-        data = {"scenario": self.scenario.name, "seed": self.seed, "config": dataclasses.asdict(self.cfg),
-                "baselines": self.baselines, "evaluations": self.curve, "episodes": self.train_rows,
-                "train_seconds": round(self.train_seconds, 1), "wall_seconds": round(self.wall_seconds, 1)}
-        common.write_json(self.out / CURVE_JSON, data)
-        if plot:
-            plot_learning_curve(data, self.out / CURVE_PNG)
-            self._plotted_at = time.monotonic()
+    def after_restore(self, state: dict[str, Any]) -> None:
+        self._sync_behaviour()
 
 
 class _Probed(Exception):
@@ -525,41 +456,6 @@ class _ProbePolicy(Policy):
     def route(self, obs: RouteObservation) -> RouteDecision:
         self.shape = (job_states(obs).shape[1], len(obs.clusters))
         raise _Probed
-
-
-def plot_learning_curve(data: dict[str, Any], path: Path, label: str = "RL-FC") -> None:
-    """Fig. 4 style: validation Eval_app of the greedy policy per episode, baselines as horizontal lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    ev = data["evaluations"]
-    if ev:
-        ax.plot([r["episode"] for r in ev], [r["eval_app"] for r in ev], "o-", color="black", label=label)
-    for i, (name, m) in enumerate(sorted(data["baselines"].items())):
-        ax.axhline(m["eval_app"], color=f"C{i}", linestyle="--", label=name.upper())
-    ax.set_xlabel("training episode")
-    ax.set_ylabel("Eval_app (validation, higher is better)")
-    ax.set_title(f"{data['scenario']}: greedy policy vs baselines")
-    ax.legend(fontsize=8)
-    rows = data["episodes"]
-    if rows:
-        x = np.array([r["episode"] for r in rows])
-        tmdl = np.array([r["tmdl"] for r in rows], dtype=float)
-        k = max(1, len(x) // 50)
-        smooth = np.convolve(tmdl, np.ones(k) / k, mode="valid")
-        ax2.plot(x[k - 1:], smooth, color="C3", label=f"training-episode TMDL (mean of {k})")
-        ax2.set_xlabel("training episode")
-        ax2.set_ylabel("TMDL of the behaviour policy")
-        ax3 = ax2.twinx()
-        ax3.plot(x, [r["eps1"] for r in rows], color="gray", linewidth=0.8, label="ε1")
-        ax3.set_ylabel("ε1")
-        ax2.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, resume: bool = False,

@@ -44,7 +44,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +60,7 @@ from torch import nn  # noqa: E402
 
 from emulator.drivers import InProcessDriver  # noqa: E402
 from emulator.learners import common  # noqa: E402
+from emulator.learners.replay_run import BEST_MODEL, CHECKPOINT, CURVE_PNG, MODEL, CurveStyle, ReplayRun  # noqa: E402
 from emulator.learners.rl_fc import ExplorationPolicy, ReplayBuffer, epsilon1  # noqa: E402
 from emulator.multicluster import metrics  # noqa: E402
 from emulator.multicluster.sim import MultiClusterSim  # noqa: E402
@@ -78,12 +78,6 @@ from policy_engine.policies.rl_lsfc import (  # noqa: E402
 from policy_engine.policy import OptionError, Policy, create  # noqa: E402
 from policy_engine.types import RouteObservation  # noqa: E402
 
-CHECKPOINT = "checkpoint.pt"
-MODEL = "model.safetensors"
-BEST_MODEL = "best-model.safetensors"
-CURVE_JSON = "learning-curve.json"
-CURVE_PNG = "learning-curve.png"
-PLOT_EVERY_S = 300.0
 
 
 @dataclass
@@ -321,8 +315,13 @@ def evaluate_episodes(scenario: Scenario, policy: Policy, cfg: RlLsfcConfig) -> 
     return [scenario.run_episode(driver, cfg.eval_seed + i) for i in range(cfg.eval_episodes)]
 
 
-class RlLsfcTrainer:
+class RlLsfcTrainer(ReplayRun):
     """Holds the network, optimiser, buffer and RNGs of one run; checkpoints all of them for --resume."""
+
+    algorithm = "rl-lsfc"
+    policy_name = POLICY_NAME
+    selected_by = "best validation S_log"
+    style = CurveStyle("s_log", "S_log of the mean S (validation, higher is better)", "RL-LSFC")
 
     def __init__(self, scenario: Scenario, cfg: RlLsfcConfig, seed: int, out: Path):
         if not hasattr(scenario, "federation") or scenario.federation.hetero_factors is None:
@@ -341,27 +340,14 @@ class RlLsfcTrainer:
         self.net = LsfcNet(self.n_actions, cfg)
         self.optim = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
         self.buffer = ReplayBuffer(cfg.buffer_size, self.state_dim, value_dim=len(HEADS))
-        self.episode = 0
-        self.curve: list[dict[str, Any]] = []
-        self.train_rows: list[dict[str, Any]] = []
-        self.baselines: dict[str, dict[str, float]] = {}
+        self.init_run_state()
         self.baseline_episodes: dict[str, list[dict[str, float]]] = {}
-        self.best: dict[str, Any] | None = None
-        self.train_seconds = 0.0
-        self.wall_seconds = 0.0
-        self._plotted_at = time.monotonic()
         self._sync_behaviour()
-
-    def plot_due(self) -> bool:
-        return time.monotonic() - self._plotted_at >= PLOT_EVERY_S
 
     def _sync_behaviour(self) -> None:
         self.behaviour.network = LsfcNetwork(network_tensors(self.net, self.cfg))
 
     # ---------------------------------------------------------------- one episode
-
-    def train_seed(self, episode: int) -> int:
-        return self.cfg.train_seed + 100_000 * self.seed + episode
 
     def run_episode(self) -> dict[str, Any]:
         ep = self.episode + 1
@@ -436,113 +422,22 @@ class RlLsfcTrainer:
             self.save_model(self.out / BEST_MODEL, tensors, {**m, "fsn": fsn}, best=True)
         return row
 
-    # ---------------------------------------------------------------- files
+    # ---------------------------------------------------------------- files and resume
 
-    def metadata(self, metrics_: dict[str, Any], best: bool) -> dict[str, Any]:
-        return {
-            "policy": POLICY_NAME, "algorithm": "rl-lsfc", "scenario": self.scenario.name,
-            "scenario_params": self.scenario.describe(), "seed": self.seed, "episodes_trained": self.episode,
-            "selected": "best validation S_log" if best else "final episode",
-            "hyperparameters": dataclasses.asdict(self.cfg), "state_dim": self.state_dim,
-            "n_clusters": self.n_actions,
-            "choices": {"lstm": f"one LSTM of size {self.cfg.lstm_hidden} shared by the clusters, last hidden state",
-                        "ih_event": "missed a deadline on a cluster with eta_c < eta_j",
-                        "ic_event": "first execution waited for executors at its cluster",
-                        "minibatch": f"B = {self.cfg.batch} sampled decisions, minibatches of {self.cfg.minibatch}",
-                        "exploration": f"RL-FC's eps1 schedule, eps2 = {self.cfg.eps2}, guide {self.cfg.guide}"},
-            "validation": {"episodes": self.cfg.eval_episodes, "seed": self.cfg.eval_seed, **metrics_},
-            "baselines_validation": self.baselines, "train_seconds": round(self.train_seconds, 1),
-            "wall_seconds": round(self.wall_seconds, 1),
-            "model_version": f"rl-lsfc-{self.scenario.name}-s{self.seed}-ep{self.episode}",
-        }
+    def metadata_extra(self) -> dict[str, Any]:
+        return {"choices": {
+            "lstm": f"one LSTM of size {self.cfg.lstm_hidden} shared by the clusters, last hidden state",
+            "ih_event": "missed a deadline on a cluster with eta_c < eta_j",
+            "ic_event": "first execution waited for executors at its cluster",
+            "minibatch": f"B = {self.cfg.batch} sampled decisions, minibatches of {self.cfg.minibatch}",
+            "exploration": f"RL-FC's eps1 schedule, eps2 = {self.cfg.eps2}, guide {self.cfg.guide}"}}
 
-    def save_model(self, path: Path, tensors: dict[str, np.ndarray], metrics_: dict[str, Any],
-                   best: bool = False) -> str:
-        from policy_engine.artifact import save_artifact
+    def checkpoint_extra(self) -> dict[str, Any]:
+        return {"baseline_episodes": self.baseline_episodes}
 
-        return save_artifact(path, tensors, self.metadata(metrics_, best))
-
-    def checkpoint(self) -> None:
-        state = {
-            "config": dataclasses.asdict(self.cfg), "scenario": self.scenario.name, "seed": self.seed,
-            "episode": self.episode, "net": self.net.state_dict(), "optim": self.optim.state_dict(),
-            "buffer": {k: torch.from_numpy(v) for k, v in self.buffer.state_dict().items()},
-            "rng": json.dumps(self.rng.bit_generator.state),
-            "behaviour_rng": json.dumps(self.behaviour.rng.bit_generator.state),
-            "torch_rng": torch.get_rng_state(),
-            "curve": json.dumps(self.curve), "train_rows": json.dumps(self.train_rows),
-            "baselines": json.dumps(self.baselines), "baseline_episodes": json.dumps(self.baseline_episodes),
-            "best": json.dumps(self.best), "train_seconds": self.train_seconds, "wall_seconds": self.wall_seconds,
-        }
-        tmp = self.out / f".{CHECKPOINT}.tmp"
-        torch.save(state, tmp)
-        os.replace(tmp, self.out / CHECKPOINT)
-
-    def restore(self, path: Path) -> None:
-        state = common.read_torch_checkpoint(path, self.cfg, ("episodes", "eval_every", "checkpoint_every", "threads"))
-        if state["scenario"] != self.scenario.name or state["seed"] != self.seed:
-            raise ValueError(f"checkpoint {path} is for scenario {state['scenario']} seed {state['seed']}, not "
-                             f"{self.scenario.name} seed {self.seed}")
-        self.net.load_state_dict(state["net"])
-        self.optim.load_state_dict(state["optim"])
-        self.buffer.load_state_dict({k: v.numpy() for k, v in state["buffer"].items()})
-        self.rng.bit_generator.state = json.loads(state["rng"])
-        self.behaviour.rng.bit_generator.state = json.loads(state["behaviour_rng"])
-        torch.set_rng_state(state["torch_rng"])
-        self.episode = state["episode"]
-        self.curve = json.loads(state["curve"])
-        self.train_rows = json.loads(state["train_rows"])
-        self.baselines = json.loads(state["baselines"])
+    def after_restore(self, state: dict[str, Any]) -> None:
         self.baseline_episodes = json.loads(state["baseline_episodes"])
-        self.best = json.loads(state["best"])
-        self.train_seconds = float(state["train_seconds"])
-        self.wall_seconds = float(state["wall_seconds"])
         self._sync_behaviour()
-
-    def write_curve(self, plot: bool = True) -> None:
-        data = {"scenario": self.scenario.name, "seed": self.seed, "config": dataclasses.asdict(self.cfg),
-                "baselines": self.baselines, "evaluations": self.curve, "episodes": self.train_rows,
-                "train_seconds": round(self.train_seconds, 1), "wall_seconds": round(self.wall_seconds, 1)}
-        common.write_json(self.out / CURVE_JSON, data)
-        if plot:
-            plot_learning_curve(data, self.out / CURVE_PNG)
-            self._plotted_at = time.monotonic()
-
-
-def plot_learning_curve(data: dict[str, Any], path: Path, label: str = "RL-LSFC") -> None:
-    """Fig. 6 style: validation S_log of the greedy policy per episode, baselines as horizontal lines; training-
-    episode TMDL and ε1 beside it."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-    ev = data["evaluations"]
-    if ev:
-        ax.plot([r["episode"] for r in ev], [r["s_log"] for r in ev], "o-", color="black", ms=3, label=label)
-    for i, (name, m) in enumerate(sorted(data["baselines"].items())):
-        ax.axhline(m["s_log"], color=f"C{i}", linestyle="--", label=name.upper())
-    ax.set_xlabel("training episode")
-    ax.set_ylabel("S_log of the mean S (validation, higher is better)")
-    ax.set_title(f"{data['scenario']}: greedy policy vs baselines")
-    ax.legend(fontsize=8)
-    rows = data["episodes"]
-    if rows:
-        x = np.array([r["episode"] for r in rows])
-        tmdl = np.array([r["tmdl"] for r in rows], dtype=float)
-        k = max(1, len(x) // 50)
-        ax2.plot(x[k - 1:], np.convolve(tmdl, np.ones(k) / k, mode="valid"), color="C3",
-                 label=f"training-episode TMDL (mean of {k})")
-        ax2.set_xlabel("training episode")
-        ax2.set_ylabel("TMDL of the behaviour policy")
-        ax3 = ax2.twinx()
-        ax3.plot(x, [r["eps1"] for r in rows], color="gray", linewidth=0.8)
-        ax3.set_ylabel("ε1 (grey)")
-        ax2.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def train_rl_lsfc(scenario: Scenario, episodes: int | None, seed: int, out: Path, resume: bool = False,

@@ -1,0 +1,196 @@
+"""The run bookkeeping RL-FC and RL-LSFC share: model metadata, torch checkpoints for --resume, learning curves.
+
+Both learners play episodes, value their decisions and fit a network from a replay buffer; they differ in the
+network, the values and the metric that selects the best model. A trainer subclasses ReplayRun, sets the class
+attributes below and fills in the hooks; everything that touches files is here, once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from emulator.learners import common
+
+CHECKPOINT = "checkpoint.pt"
+MODEL = "model.safetensors"
+BEST_MODEL = "best-model.safetensors"
+CURVE_JSON = "learning-curve.json"
+CURVE_PNG = "learning-curve.png"
+PLOT_EVERY_S = 300.0
+# hyper-parameters a resumed run may change (how long it runs and how often it reports), not what it learns
+RESUMABLE_CHANGES = ("episodes", "eval_every", "checkpoint_every", "threads")
+
+
+@dataclasses.dataclass(frozen=True)
+class CurveStyle:
+    """How the learning-curve PNG shows a learner's validation metric."""
+
+    metric: str             # key of an evaluation row, e.g. "eval_app"
+    ylabel: str
+    label: str              # the learner's name in the legend
+
+
+class ReplayRun:
+    """Run state (episode count, curve, baselines, best model, timings) and the files written from it."""
+
+    algorithm: str          # "rl-fc", "rl-lsfc"
+    policy_name: str        # the policy that serves the saved artifact
+    selected_by: str        # what picks best-model.safetensors, for the metadata
+    style: CurveStyle
+
+    # set by the subclass __init__ before init_run_state()
+    scenario: Any
+    cfg: Any
+    seed: int
+    out: Path
+    net: torch.nn.Module
+    optim: torch.optim.Optimizer
+    state_dim: int
+    n_actions: int
+
+    def init_run_state(self) -> None:
+        self.episode = 0                              # episodes completed
+        self.curve: list[dict[str, Any]] = []         # one row per evaluation
+        self.train_rows: list[dict[str, Any]] = []    # one row per training episode
+        self.baselines: dict[str, dict[str, float]] = {}
+        self.best: dict[str, Any] | None = None
+        self.train_seconds = 0.0   # playing training episodes, valuing them and the training passes
+        self.wall_seconds = 0.0    # the whole run: training, evaluations, checkpoints
+        self._plotted_at = time.monotonic()
+
+    def plot_due(self) -> bool:
+        """The PNG is redrawn at most every PLOT_EVERY_S during a run (matplotlib takes seconds), and at the end."""
+        return time.monotonic() - self._plotted_at >= PLOT_EVERY_S
+
+    def train_seed(self, episode: int) -> int:
+        return self.cfg.train_seed + 100_000 * self.seed + episode
+
+    # ---------------------------------------------------------------- hooks
+
+    def metadata_extra(self) -> dict[str, Any]:
+        """Learner-specific metadata keys (design choices worth recording with the model)."""
+        return {}
+
+    def checkpoint_extra(self) -> dict[str, Any]:
+        """Learner-specific checkpoint entries (JSON-able values are stored as JSON strings by the caller)."""
+        return {}
+
+    def before_restore(self, state: dict[str, Any]) -> None:
+        """Called before the network and optimiser are loaded (e.g. to size a network built lazily)."""
+
+    def after_restore(self, state: dict[str, Any]) -> None:
+        """Called last; the behaviour policy must be re-synced with the restored network here."""
+
+    # ---------------------------------------------------------------- files
+
+    def metadata(self, metrics: dict[str, Any], best: bool) -> dict[str, Any]:
+        return {
+            "policy": self.policy_name, "algorithm": self.algorithm, "scenario": self.scenario.name,
+            "scenario_params": self.scenario.describe(), "seed": self.seed, "episodes_trained": self.episode,
+            "selected": self.selected_by if best else "final episode",
+            "hyperparameters": dataclasses.asdict(self.cfg), "state_dim": self.state_dim,
+            "n_clusters": self.n_actions, **self.metadata_extra(),
+            "validation": {"episodes": self.cfg.eval_episodes, "seed": self.cfg.eval_seed, **metrics},
+            "baselines_validation": self.baselines, "train_seconds": round(self.train_seconds, 1),
+            "wall_seconds": round(self.wall_seconds, 1),
+            "model_version": f"{self.algorithm}-{self.scenario.name}-s{self.seed}-ep{self.episode}",
+        }
+
+    def save_model(self, path: Path, tensors: dict[str, np.ndarray], metrics: dict[str, Any],
+                   best: bool = False) -> str:
+        from policy_engine.artifact import save_artifact
+
+        return save_artifact(path, tensors, self.metadata(metrics, best))
+
+    def checkpoint(self) -> None:
+        state = {
+            "config": dataclasses.asdict(self.cfg), "scenario": self.scenario.name, "seed": self.seed,
+            "episode": self.episode, "state_dim": self.state_dim, "n_actions": self.n_actions,
+            "net": self.net.state_dict(), "optim": self.optim.state_dict(),
+            "buffer": {k: torch.from_numpy(v) for k, v in self.buffer.state_dict().items()},
+            "rng": json.dumps(self.rng.bit_generator.state),
+            "behaviour_rng": json.dumps(self.behaviour.rng.bit_generator.state),
+            "torch_rng": torch.get_rng_state(),
+            "curve": json.dumps(self.curve), "train_rows": json.dumps(self.train_rows),
+            "baselines": json.dumps(self.baselines), "best": json.dumps(self.best),
+            "train_seconds": self.train_seconds, "wall_seconds": self.wall_seconds,
+            **{k: json.dumps(v) for k, v in self.checkpoint_extra().items()},
+        }
+        tmp = self.out / f".{CHECKPOINT}.tmp"
+        torch.save(state, tmp)
+        os.replace(tmp, self.out / CHECKPOINT)
+
+    def restore(self, path: Path) -> None:
+        state = common.read_torch_checkpoint(path, self.cfg, RESUMABLE_CHANGES)
+        if state["scenario"] != self.scenario.name or state["seed"] != self.seed:
+            raise ValueError(f"checkpoint {path} is for scenario {state['scenario']} seed {state['seed']}, not "
+                             f"{self.scenario.name} seed {self.seed}")
+        self.before_restore(state)
+        self.net.load_state_dict(state["net"])
+        self.optim.load_state_dict(state["optim"])
+        self.buffer.load_state_dict({k: v.numpy() for k, v in state["buffer"].items()})
+        self.rng.bit_generator.state = json.loads(state["rng"])
+        self.behaviour.rng.bit_generator.state = json.loads(state["behaviour_rng"])
+        torch.set_rng_state(state["torch_rng"])
+        self.episode = state["episode"]
+        self.curve = json.loads(state["curve"])
+        self.train_rows = json.loads(state["train_rows"])
+        self.baselines = json.loads(state["baselines"])
+        self.best = json.loads(state["best"])
+        self.train_seconds = float(state["train_seconds"])
+        self.wall_seconds = float(state.get("wall_seconds", 0.0))
+        self.after_restore(state)
+
+    def write_curve(self, plot: bool = True) -> None:
+        data = {"scenario": self.scenario.name, "seed": self.seed, "config": dataclasses.asdict(self.cfg),
+                "baselines": self.baselines, "evaluations": self.curve, "episodes": self.train_rows,
+                "train_seconds": round(self.train_seconds, 1), "wall_seconds": round(self.wall_seconds, 1)}
+        common.write_json(self.out / CURVE_JSON, data)
+        if plot:
+            plot_learning_curve(data, self.out / CURVE_PNG, self.style)
+            self._plotted_at = time.monotonic()
+
+
+def plot_learning_curve(data: dict[str, Any], path: Path, style: CurveStyle) -> None:
+    """Validation metric of the greedy policy per evaluation, baselines as horizontal lines; training-episode TMDL
+    and ε1 beside it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    ev = data["evaluations"]
+    if ev:
+        ax.plot([r["episode"] for r in ev], [r[style.metric] for r in ev], "o-", color="black", ms=3,
+                label=style.label)
+    for i, (name, m) in enumerate(sorted(data["baselines"].items())):
+        ax.axhline(m[style.metric], color=f"C{i}", linestyle="--", label=name.upper())
+    ax.set_xlabel("training episode")
+    ax.set_ylabel(style.ylabel)
+    ax.set_title(f"{data['scenario']}: greedy policy vs baselines")
+    ax.legend(fontsize=8)
+    rows = data["episodes"]
+    if rows:
+        x = np.array([r["episode"] for r in rows])
+        tmdl = np.array([r["tmdl"] for r in rows], dtype=float)
+        k = max(1, len(x) // 50)
+        ax2.plot(x[k - 1:], np.convolve(tmdl, np.ones(k) / k, mode="valid"), color="C3",
+                 label=f"training-episode TMDL (mean of {k})")
+        ax2.set_xlabel("training episode")
+        ax2.set_ylabel("TMDL of the behaviour policy")
+        ax3 = ax2.twinx()
+        ax3.plot(x, [r["eps1"] for r in rows], color="gray", linewidth=0.8)
+        ax3.set_ylabel("ε1 (grey)")
+        ax2.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
