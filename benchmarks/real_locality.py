@@ -778,6 +778,11 @@ def main(argv=None) -> int:
                             st = re.search(r'state="(\w+)"', labels).group(1)
                             per_policy[name]["labels"][st] = per_policy[name]["labels"].get(st, 0) + int(v)
                         bar.update(1)
+                        # each policy run as it ends, so a run cut short keeps what it measured
+                        (args.out / f"real_locality-{stamp}.json").write_text(json.dumps(
+                            {**results, "partial": True, "in_progress": {key: {
+                                n: [{k: v for k, v in r.items() if k != "jobs"} for r in pp["runs"]]
+                                for n, pp in per_policy.items()}}}, indent=1))
                         bar.set_postfix_str(f"{key} {name}: local {summary['local_task_rate']:.2f} cache "
                                             f"{summary['cache_locality']:.2f} job {summary['job_time_s']:.1f}s")
                 params = emulator_params(workload, args.maps, len(data["cached_files"]) / max(len(data["files"]), 1),
