@@ -4,8 +4,8 @@ Measures, for the FIFO policy and a heartbeat with 20 pending asks (3 hosts + 2 
   * saturation: unary calls with 1 and 8 in flight, and 4 bidirectional streams of 64 heartbeats each;
   * a fixed offered rate (default 2,000/s), open loop: requests leave on schedule whether or not earlier ones
     have returned, so queueing shows up in the latency instead of lowering the rate;
-  * in-process, the time of one Engine.schedule for CLQLMRS with online learning off and on (the learner runs in
-    its own thread: a decision must not get slower).
+  * in-process, the time of one Engine.schedule for CLQLMRS with online learning off and on, in alternating blocks
+    (the learner runs in its own thread: a decision must not get slower).
 The load generator is ghz (Go; `go install github.com/bojand/ghz/cmd/ghz@latest`, done by this script when Go is
 installed and ghz is not), so the client does not compete with the server for Python's interpreter; it is limited
 to one core (--cpus 1). ghz times whole stream calls, not single messages, so the fixed-rate *stream* latency is
@@ -330,9 +330,10 @@ def free_port() -> int:
 # ---------------------------------------------------------------------------------------------- learning overhead
 
 
-def learning_overhead(n: int = 3000) -> dict:
+def learning_overhead(n: int = 3000, block: int = 250) -> dict:
     """In-process Engine.schedule time for CLQLMRS on a 20-ask heartbeat with map input, learning off and on
-    (same exploration rate, 0.05, in both: drawing exploration randomness is part of deciding, not of learning)."""
+    (same exploration rate, 0.05, in both: drawing exploration randomness is part of deciding, not of learning).
+    The two engines take turns in blocks of `block` decisions, so a change in the machine's load falls on both."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from clqlmrs_heartbeats import map_job, node, observe
 
@@ -341,18 +342,25 @@ def learning_overhead(n: int = 3000) -> dict:
 
     jobs = [map_job(f"app{k}", [([f"n{1 + (k + b) % 4}", f"n{1 + (k + b + 1) % 4}"], [f"n{1 + k % 4}"])
                                 for b in range(4)], submit=k) for k in range(20)]
-    out = {}
+    engines, times = {}, {}
     for label, learn in (("off", False), ("on", True)):
-        engine = Engine(create("clqlmrs", learn=learn, epsilon=0.05), learning="thread")
-        engine.attach_learner()
-        times = []
-        for t in range(n):
-            obs = observe(node(f"n{1 + t % 4}", ts=t), jobs, f"r{t}")
-            t0 = time.perf_counter()
-            engine.schedule(obs)
-            times.append(time.perf_counter() - t0)
+        engines[label] = Engine(create("clqlmrs", learn=learn, epsilon=0.05), learning="thread")
+        engines[label].attach_learner()
+        times[label] = []
+    t = 0
+    for start in range(0, n, block):
+        for label in ("off", "on"):
+            engine = engines[label]
+            for i in range(start, min(start + block, n)):
+                obs = observe(node(f"n{1 + i % 4}", ts=i), jobs, f"r{t}")
+                t += 1
+                t0 = time.perf_counter()
+                engine.schedule(obs)
+                times[label].append(time.perf_counter() - t0)
+    out = {}
+    for label, engine in engines.items():
         engine.close()
-        lat = np.asarray(times[n // 10:]) * 1e6
+        lat = np.asarray(times[label][n // 10:]) * 1e6
         out[label] = {"p50_us": round(float(np.percentile(lat, 50)), 1),
                       "p99_us": round(float(np.percentile(lat, 99)), 1)}
     out["p50_change"] = round(out["on"]["p50_us"] / out["off"]["p50_us"] - 1.0, 3)

@@ -120,14 +120,17 @@ def _check_resource(msg: pb.Resource) -> Resource:
 
 
 def _node(n: pb.NodeSnapshot) -> Node:
-    if not n.node_id:
+    node_id = n.node_id
+    if not node_id:
         raise InvalidRequest("node.node_id: empty")
+    total = _check_resource(n.total) or _resource(n.total, "node.total")
+    unallocated = _check_resource(n.unallocated) or _resource(n.unallocated, "node.unallocated")
     return Node(
-        node_id=n.node_id,
-        host=n.host or n.node_id.split(":", 1)[0],
+        node_id=node_id,
+        host=n.host or node_id.split(":", 1)[0],
         rack=n.rack,
-        total=_resource(n.total, "node.total"),
-        unallocated=_resource(n.unallocated, "node.unallocated"),
+        total=total,
+        unallocated=unallocated,
         running=tuple(
             Container(c.container_id, c.application_id, _resource(c.resource, f"node.running[{i}].resource"),
                       c.start_time_ms, c.expected_remaining_ms)
@@ -201,36 +204,77 @@ class ScheduleDecoder:
     (unknown or repeated top-level fields, a bad ask) takes the full path, decode_schedule, which also produces the
     precise error.
 
+    One level up, the whole run of asks and the cluster summary after the node (fields 3 and 4, which protobuf
+    writers put last: Java and Python serialize fields in number order) is looked up by its bytes too: when a
+    heartbeat's asks and cluster are those of an earlier heartbeat, nothing after the node is split or hashed
+    ask by ask. These tails are kept for the current generation of the ask cache (below), up to `max_tail_bytes`.
+
     Decoded asks are shared between requests: the engine writes only `scheduling_opportunities` (on every
     heartbeat, before the policy reads it) and nothing keeps an observation past its call. Callers that annotate
     asks (HDFS block locations) must use decode_schedule instead.
+
+    The cache keeps two generations: asks looked up during the current one, and those of the previous one (moved
+    forward when seen again). A new generation starts every `rotate_every` requests, or when the current one
+    holds half of `max_cached`; so an ask not seen for two generations is released, and memory settles at what
+    two generations of heartbeats ask for. (Clearing at 50,000 entries, as before, let finished applications'
+    asks - about 10 KB each with their job metadata - pile up for hours: the soak found RSS climbing 40 MB in
+    ten minutes of application churn; benchmarks/soak.py.)
     """
 
-    def __init__(self, max_cached: int = 50_000):
+    def __init__(self, max_cached: int = 50_000, rotate_every: int = 10_000, max_tail_bytes: int = 16 << 20):
         self.max_cached = max_cached
+        self.rotate_every = rotate_every
+        self.max_tail_bytes = max_tail_bytes
         self._asks: dict[bytes, Ask] = {}
+        self._previous: dict[bytes, Ask] = {}
+        self._decoded = 0
         self._clusters: dict[bytes, ClusterSummary] = {}
-        self.hits = self.misses = 0
+        # the bytes after the node -> (asks, cluster), for requests whose asks and cluster come after the node
+        self._tails: dict[bytes, tuple[tuple[Ask, ...], ClusterSummary]] = {}
+        self._tail_bytes = 0
+        self.hits = self.misses = self.tail_hits = 0
+
+    def cached(self) -> int:
+        return len(self._asks) + len(self._previous)
 
     def decode(self, data: bytes) -> ScheduleObservation:
+        self._decoded += 1
+        if self._decoded >= self.rotate_every or len(self._asks) >= self.max_cached // 2:
+            self._previous, self._asks, self._decoded = self._asks, {}, 0
+            self._tails.clear()  # a new generation: tails are found again (and hold no rotated-out asks for long)
+            self._tail_bytes = 0
+        head = split_head(data)
+        if head is not None:
+            request_id, node_raw, tail_at = head
+            cached = self._tails.get(data[tail_at:])
+            if cached is not None:
+                try:
+                    node = _node(pb.NodeSnapshot.FromString(node_raw))
+                    rid = request_id.decode() if request_id else ""
+                except (DecodeError, UnicodeDecodeError):
+                    return decode_schedule(parse_schedule_request(data))
+                asks, cluster = cached
+                self.tail_hits += 1
+                self.hits += len(asks)
+                return ScheduleObservation(node=node, asks=list(asks), cluster=cluster, request_id=rid)
         parts = _split_schedule_request(data)
         if parts is None:
             return decode_schedule(parse_schedule_request(data))
         request_id, node_raw, ask_raws, cluster_raw = parts
         if node_raw is None or len(ask_raws) > MAX_ASKS:
             return decode_schedule(parse_schedule_request(data))
-        cache = self._asks
+        cache, previous = self._asks, self._previous
         asks: list[Ask] = []
         for raw in ask_raws:
             ask = cache.get(raw)
             if ask is None:
-                self.misses += 1
-                try:
-                    ask = _ask(pb.ResourceAsk.FromString(raw), 0, _NO_IDS)
-                except (InvalidRequest, DecodeError):
-                    return decode_schedule(parse_schedule_request(data))  # raises, naming the ask's index
-                if len(cache) >= self.max_cached:
-                    cache.clear()
+                ask = previous.pop(raw, None)
+                if ask is None:
+                    self.misses += 1
+                    try:
+                        ask = _ask(pb.ResourceAsk.FromString(raw), 0, _NO_IDS)
+                    except (InvalidRequest, DecodeError):
+                        return decode_schedule(parse_schedule_request(data))  # raises, naming the ask's index
                 cache[raw] = ask
             asks.append(ask)
         self.hits += len(asks)
@@ -243,11 +287,57 @@ class ScheduleDecoder:
             return decode_schedule(parse_schedule_request(data))
         cluster = self._clusters.get(cluster_raw)
         if cluster is None:
-            cluster = _cluster(pb.ClusterSummary.FromString(cluster_raw) if cluster_raw else pb.ClusterSummary())
+            try:
+                summary = pb.ClusterSummary.FromString(cluster_raw) if cluster_raw else pb.ClusterSummary()
+            except DecodeError:  # the full path names the error (found by benchmarks/fuzz.py: was INTERNAL)
+                return decode_schedule(parse_schedule_request(data))
+            cluster = _cluster(summary)
             if len(self._clusters) >= 1000:
                 self._clusters.clear()
             self._clusters[cluster_raw] = cluster
+        if head is not None:  # request id and node first, then only asks and cluster: remember the tail
+            tail = data[head[2]:]
+            if self._tail_bytes + len(tail) > self.max_tail_bytes:
+                self._tails.clear()
+                self._tail_bytes = 0
+            self._tails[tail] = (tuple(asks), cluster)
+            self._tail_bytes += len(tail)
         return ScheduleObservation(node=node, asks=asks, cluster=cluster, request_id=request_id)
+
+
+def split_head(data: bytes):
+    """(request_id, node, offset of what follows) when the request starts with an optional request id (field 1)
+    and then the node (field 2), both short enough for a 1- or 2-byte length; else None."""
+    pos = 0
+    request_id = b""
+    try:
+        if data[0] == 0x0A:  # field 1, length-delimited
+            size = data[1]
+            pos = 2
+            if size & 0x80:
+                b = data[2]
+                if b & 0x80:
+                    return None
+                size = (size & 0x7F) | (b << 7)
+                pos = 3
+            request_id = data[pos:pos + size]
+            pos += size
+        if data[pos] != 0x12:  # field 2, length-delimited
+            return None
+        size = data[pos + 1]
+        pos += 2
+        if size & 0x80:
+            b = data[pos]
+            if b & 0x80:
+                return None
+            size = (size & 0x7F) | (b << 7)
+            pos += 1
+    except IndexError:
+        return None
+    end = pos + size
+    if end > len(data):
+        return None
+    return request_id, data[pos:end], end
 
 
 _NO_IDS: frozenset[str] = frozenset()
@@ -368,6 +458,57 @@ def encode_schedule_decision(decision: ScheduleDecision, request_id: str, decisi
     for a in decision.assignments:
         resp.assignments.add(ask_id=a.ask_id, count=a.count, locality=int(a.locality))
     return resp
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _string_field(tag: int, value: str) -> bytes:
+    if not value:
+        return b""  # proto3: a field at its default is not written
+    raw = value.encode()
+    return bytes((tag,)) + _varint(len(raw)) + raw
+
+
+_ASSIGNMENT_CACHE: dict[tuple[str, int, int], bytes] = {}
+_POLICY_FIELDS: dict[tuple[str, str], bytes] = {}
+
+
+def _assignment_bytes(ask_id: str, count: int, locality: int) -> bytes:
+    key = (ask_id, count, locality)
+    out = _ASSIGNMENT_CACHE.get(key)
+    if out is None:
+        body = _string_field(0x0A, ask_id)
+        if count:
+            body += b"\x10" + _varint(count & 0xFFFFFFFFFFFFFFFF)  # int32: negatives as 10-byte varints
+        if locality:
+            body += b"\x18" + _varint(locality)
+        out = b"\x1a" + _varint(len(body)) + body
+        if len(_ASSIGNMENT_CACHE) >= 20_000:
+            _ASSIGNMENT_CACHE.clear()
+        _ASSIGNMENT_CACHE[key] = out
+    return out
+
+
+def encode_schedule_decision_bytes(decision: ScheduleDecision, request_id: str, decision_id: str, policy: str,
+                                   model_version: str) -> bytes:
+    """encode_schedule_decision(...).SerializeToString() without building the message (the server's hot path;
+    the same bytes, fields in number order as protobuf writes them: tested against protobuf)."""
+    tail = _POLICY_FIELDS.get((policy, model_version))
+    if tail is None:
+        tail = _POLICY_FIELDS[(policy, model_version)] = _string_field(0x22, policy) + _string_field(0x2A,
+                                                                                                   model_version)
+    parts = [_string_field(0x0A, request_id), _string_field(0x12, decision_id)]
+    for a in decision.assignments:
+        parts.append(_assignment_bytes(a.ask_id, a.count, int(a.locality)))
+    parts.append(tail)
+    return b"".join(parts)
 
 
 def decode_schedule_decision(resp: pb.ScheduleResponse) -> ScheduleDecision:

@@ -36,6 +36,7 @@ require("pyarrow", extra="decisionlog", feature="the decision log (--decision-lo
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from policy_engine.codec import split_head  # noqa: E402
 from policy_engine.locality import AskOnNode  # noqa: E402
 from policy_engine.types import (  # noqa: E402
     Event,
@@ -188,24 +189,61 @@ def _block_summary(ask, node) -> tuple[int, int, int, int]:
     return len(job.input_blocks), on_node, cached, on_rack
 
 
-def schedule_row(s: _Snapshot) -> dict:
-    from policy_engine.codec import encode_schedule
-
-    obs: ScheduleObservation = s.obs
+def _ask_entries(obs: ScheduleObservation) -> list[dict]:
+    """The asks column of one row, scheduling opportunities left at 0."""
     node = obs.node
     asks = []
-    for i, a in enumerate(obs.asks):
+    for a in obs.asks:
         view = AskOnNode(a, node)
         levels = view.best_levels()
         n_blocks, on_node, cached, on_rack = _block_summary(a, node)
         asks.append({
             "ask_id": a.ask_id, "application_id": a.application_id, "priority": a.priority,
             "memory_mb": a.resource.memory_mb, "vcores": a.resource.vcores, "num_containers": a.num_containers,
-            "scheduling_opportunities": s.opportunities[i] if i < len(s.opportunities) else 0,
+            "scheduling_opportunities": 0,
             "relax_locality": a.relax_locality, "host_request": view.host, "rack_request": view.rack,
             "best_locality": int(levels[0]) if levels else 0, "input_blocks": n_blocks, "blocks_on_node": on_node,
             "blocks_cached_on_node": cached, "blocks_on_rack": on_rack,
         })
+    return asks
+
+
+class AskColumnCache:
+    """The asks column of a heartbeat whose asks were seen before on the same node, found by the request's bytes
+    after the node (its asks and cluster, see codec.ScheduleDecoder): heartbeats repeat their asks, and building
+    the column (locality counts and HDFS block summaries per ask) is most of a row's cost. Only for requests logged
+    as they arrived (`raw`): equal bytes are equal asks."""
+
+    def __init__(self, max_entries: int = 4096):
+        self.max_entries = max_entries
+        self._entries: dict[tuple, list[dict]] = {}
+        self.hits = 0
+
+    def asks(self, obs: ScheduleObservation, raw: bytes | None) -> list[dict]:
+        head = split_head(raw) if raw is not None else None
+        if head is None:
+            return _ask_entries(obs)
+        node = obs.node
+        key = (raw[head[2]:], node.node_id, node.host, node.rack)
+        cached = self._entries.get(key)
+        if cached is None:
+            cached = _ask_entries(obs)
+            if len(self._entries) >= self.max_entries:
+                self._entries.clear()
+            self._entries[key] = cached
+        else:
+            self.hits += 1
+        return [dict(entry) for entry in cached]
+
+
+def schedule_row(s: _Snapshot, cache: AskColumnCache | None = None) -> dict:
+    from policy_engine.codec import encode_schedule
+
+    obs: ScheduleObservation = s.obs
+    node = obs.node
+    asks = cache.asks(obs, s.raw) if cache is not None else _ask_entries(obs)
+    for entry, n in zip(asks, s.opportunities):
+        entry["scheduling_opportunities"] = n
     decision: ScheduleDecision = s.decision
     return {
         "time_ms": s.time_ms, "request_id": obs.request_id, "decision_id": s.decision_id, "rpc": "schedule",
@@ -342,6 +380,7 @@ class DecisionLog:
         self._decisions = 0  # handed to the log (dropped ones included: `after_decision` counts decisions made)
         self._by_assignment: OrderedDict = OrderedDict()
         self._by_container: OrderedDict = OrderedDict()
+        self._ask_cache = AskColumnCache()
         self._thread = None
         if threaded:
             self._thread = threading.Thread(target=self._run, name="decision-log", daemon=True)
@@ -399,7 +438,7 @@ class DecisionLog:
         try:
             if kind == "decision":
                 if isinstance(item.obs, ScheduleObservation):
-                    row = schedule_row(item)
+                    row = schedule_row(item, self._ask_cache)
                     node = item.obs.node.node_id
                     for a in item.decision.assignments:
                         self._remember(self._by_assignment, (node, a.ask_id), item.decision_id)

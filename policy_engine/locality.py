@@ -117,7 +117,17 @@ def place(out: list[Assignment], view: AskOnNode, free: Resource, allowed=None, 
             break
         if allowed is not None and not allowed(level):
             continue  # each level has its own delay, checked independently as CapacityScheduler does
-        n = min(view.available(level), res.max_copies_in(free))
+        # view.available(level), given that best_levels() allowed the level (the relax flags do not change while
+        # containers are taken; the counts do)
+        if level is _OFF:
+            n = view.any
+        elif level is _RACK:
+            n = view.rack if view.rack < view.any else view.any
+        else:
+            n = view.host if view.host < view.any else view.any
+        fit = res.max_copies_in(free)
+        if fit < n:
+            n = fit
         if limit is not None:
             n = min(n, limit - placed)
         if n <= 0:

@@ -23,7 +23,8 @@ def mean_occupation(cluster: ClusterState, window: int = WINDOW) -> float:
     if h.size == 0:
         cap = cluster.current_capacity or cluster.capacity
         return 1.0 - cluster.available / cap if cap else 1.0
-    h = h[-window:]
+    if h.size > window:
+        h = h[-window:]
     return float(_sum(h, dtype=np.float64)) / h.size
 
 
@@ -31,7 +32,8 @@ def mean_request(job: RouteJob) -> float:
     """Seed 000's "computing capacity requirement": the expected executor count of one execution (the mean of the
     10 equally likely counts)."""
     d = job.request_distribution
-    return float(_sum(d)) / d.size if d.size else 0.0
+    n = d.size
+    return sum(d.tolist()) / n if n else 0.0  # exact integer sum: the same float as numpy's, 7x faster on 10
 
 
 def most_likely(distribution: np.ndarray) -> int:

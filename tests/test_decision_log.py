@@ -161,3 +161,29 @@ def test_served_engine_writes_the_log_and_closes_it_on_sigterm(tmp_path, engine_
     assert ev.column("decision_id").to_pylist() == [answers[1].decision_id]
     assert ev.to_pylist()[0]["event"] == encode_event(ContainerStarted(
         container_id="c1", node_id="n1:8041", ask_id="a", decision_id=answers[1].decision_id)).SerializeToString()
+
+
+def test_ask_columns_of_repeated_heartbeats_come_from_the_cache_and_equal_fresh_ones():
+    """Behind the server a row's asks column is found by the request's bytes after the node (heartbeats repeat
+    their asks): the same column as built from scratch, per node, with each heartbeat's own opportunities."""
+    from policy_engine.codec import ScheduleDecoder
+    from policy_engine.decision_log import AskColumnCache, _Snapshot, schedule_row
+
+    cache, decoder = AskColumnCache(), ScheduleDecoder()
+    engine = Engine(create("delay"))
+    for i in range(8):
+        raw = encode_schedule(heartbeat(i)).SerializeToString()
+        obs = decoder.decode(raw)
+        decision = engine.schedule(obs)
+        snap = _Snapshot(0, obs, decision, f"d{i}", "delay", "", "", 1.0,
+                         tuple(a.scheduling_opportunities for a in obs.asks), raw=raw)
+        fresh = schedule_row(snap)
+        assert schedule_row(snap, cache) == fresh
+        assert [a["scheduling_opportunities"] for a in fresh["asks"]] == list(snap.opportunities)
+    assert cache.hits >= 6  # two nodes, one set of asks: built twice, then found
+    changed = heartbeat(9)
+    changed.asks[0].num_containers = 1  # other asks: another column
+    raw = encode_schedule(changed).SerializeToString()
+    obs = decoder.decode(raw)
+    snap = _Snapshot(0, obs, engine.schedule(obs), "d9", "delay", "", "", 1.0, (0, 0), raw=raw)
+    assert schedule_row(snap, cache)["asks"][0]["num_containers"] == 1

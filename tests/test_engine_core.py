@@ -19,6 +19,7 @@ from policy_engine.engine import Engine, EngineMetrics
 from policy_engine.learning import LearningLoop
 from policy_engine.policy import SCHEDULING_OPPORTUNITIES, available, create
 from policy_engine.types import (
+    Assignment,
     ClusterState,
     ContainerStarted,
     JobFinished,
@@ -26,6 +27,7 @@ from policy_engine.types import (
     RouteJob,
     RouteObservation,
     RouteSequence,
+    ScheduleDecision,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -279,6 +281,71 @@ def test_schedule_decoder_equals_the_full_decode_and_names_the_same_errors():
         decoder.decode(b"\x12\xff\xff\xff")
 
 
+def test_schedule_decoder_reuses_repeated_asks_and_cluster_whatever_the_field_order():
+    """Asks and cluster repeated after a new node are taken whole from the decoder's tail cache (same observation
+    as decode_schedule, a fresh asks list each time); requests whose fields come in another order, or whose node
+    is bad, take the other paths and give the same result or error."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(REPO / "benchmarks"))
+    from engine_throughput import heartbeat
+
+    from policy_engine.codec import InvalidRequest, ScheduleDecoder, decode_schedule, parse_schedule_request
+
+    decoder = ScheduleDecoder()
+    seen = []
+    for i in range(12):  # one set of asks, a different node and request id each time
+        req = heartbeat(i)
+        obs = decoder.decode(req.SerializeToString())
+        assert obs == decode_schedule(req)
+        seen.append(obs.asks)
+    assert decoder.tail_hits == 11
+    assert all(a is not b for a, b in zip(seen, seen[1:]))  # a policy may reorder its list in place
+    changed = heartbeat(20)
+    changed.asks[4].num_containers = 3  # one ask changed: its tail is new, the other asks come from the ask cache
+    assert decoder.decode(changed.SerializeToString()) == decode_schedule(changed)
+    assert decoder.tail_hits == 11
+
+    # the same fields in another order (asks first, node last): split field by field, never from the tail cache
+    req = heartbeat(5)
+    parts = [pb_field(1, req.request_id.encode())] + [pb_field(3, a.SerializeToString()) for a in req.asks] + [
+        pb_field(4, req.cluster.SerializeToString()), pb_field(2, req.node.SerializeToString())]
+    data = b"".join(parts)
+    assert decoder.decode(data) == decode_schedule(parse_schedule_request(data)) == decode_schedule(req)
+    # a known tail behind a bad node is refused as the full decode refuses it
+    bad = heartbeat(7)
+    bad.node.node_id = ""
+    with pytest.raises(InvalidRequest, match="node.node_id: empty"):
+        decoder.decode(bad.SerializeToString())
+    bad.node.node_id, bad.node.unallocated.memory_mb = "dn1:8041", -5
+    with pytest.raises(InvalidRequest, match="node.unallocated: negative resource"):
+        decoder.decode(bad.SerializeToString())
+
+
+def pb_field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (tag, varint length, payload)."""
+    from google.protobuf.internal.encoder import _VarintBytes
+
+    return _VarintBytes(number << 3 | 2) + _VarintBytes(len(payload)) + payload
+
+
+def test_schedule_responses_encoded_by_hand_are_the_bytes_protobuf_writes():
+    from policy_engine.codec import encode_schedule_decision, encode_schedule_decision_bytes
+
+    cases = [
+        (ScheduleDecision([]), "", "", "fifo", ""),
+        (ScheduleDecision([Assignment("app1/20/0", 2, Locality.NODE_LOCAL), Assignment("app1/20/0", 3,
+                                                                                       Locality.RACK_LOCAL)]),
+         "hb-1", "ab12-7", "fifo", "v1"),
+        (ScheduleDecision([Assignment("é" * 100, 300, Locality.UNSPECIFIED), Assignment("x", 0, Locality.OFF_SWITCH),
+                           Assignment("y", -1, Locality.CACHE_LOCAL)]), "r" * 200, "d" * 130, "clqlmrs",
+         "sha256:" + "f" * 64),
+    ]
+    for decision, request_id, decision_id, policy, model in cases:
+        assert encode_schedule_decision_bytes(decision, request_id, decision_id, policy, model) == \
+            encode_schedule_decision(decision, request_id, decision_id, policy, model).SerializeToString()
+
+
 def test_several_workers_only_for_stateless_policies(tmp_path):
     """`serve --workers N` shares the port between processes (SO_REUSEPORT) only when nothing per engine would
     split: opportunity counts (delay) or an online learner (clqlmrs) are refused with the reason."""
@@ -319,3 +386,20 @@ def test_several_workers_only_for_stateless_policies(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
+
+
+def test_schedule_decoder_releases_asks_of_finished_applications():
+    from heartbeats import map_ask, node, observe
+
+    """The ask cache keeps two generations: asks of applications that stopped asking are released, so memory
+    settles instead of growing until a count cap (found by benchmarks/soak.py under application churn)."""
+    from policy_engine.codec import ScheduleDecoder, encode_schedule
+
+    decoder = ScheduleDecoder(max_cached=1000, rotate_every=50)
+    for gen in range(20):  # 20 generations of applications, each asking on 100 heartbeats
+        asks = [map_ask(f"a{k}", f"app-{gen}-{k}", hosts={"n1": 1}, racks={"/r1": 1}, total=2) for k in range(5)]
+        data = encode_schedule(observe(node("n1"), asks)).SerializeToString()
+        for _ in range(100):
+            assert len(decoder.decode(data).asks) == 5
+        assert decoder.cached() <= 10  # this generation's asks, at most the last one's too
+    assert decoder.hits > 50 * decoder.misses

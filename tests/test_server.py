@@ -223,3 +223,24 @@ def test_warm_up_runs_the_decision_path_without_touching_engine_state():
         placed = {a.ask_id: a.locality for a in policy.schedule(warm_up_observation()).assignments}
         if name != "delay":
             assert placed.get("warm-up/20/0") == Locality.CACHE_LOCAL, name
+
+
+def test_capacity_scheduler_fields_are_accepted_and_do_not_change_the_decision(fifo):
+    # RlCapacityScheduler sends queue_path, user_headroom and partitions (fields 40-42); an engine whose policies do
+    # not read them answers exactly as without them.
+    for i in range(4):
+        plain = encode_schedule(heartbeat(i))
+        with_cs = pb.ScheduleRequest()
+        with_cs.CopyFrom(plain)
+        with_cs.node.partition = ""
+        for a in with_cs.asks:
+            a.queue_path = "root.analytics"
+            a.user_headroom.memory_mb = 2048
+            a.user_headroom.vcores = 2
+            a.partition = ""
+        with_cs.asks[0].partition = "gpu"  # a labelled ask on an unlabelled node: the plugin never sends it, but
+        # an engine must still not fail on it
+        got = fifo.client.schedule(with_cs)
+        want = fifo.client.schedule(plain)
+        assert got.request_id == want.request_id == f"hb-{i}"
+        assert [(a.ask_id, a.count) for a in got.assignments] == [(a.ask_id, a.count) for a in want.assignments]

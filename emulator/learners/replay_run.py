@@ -15,9 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
-from emulator.learners import common
+from policy_engine.extras import require
+
+require("torch", extra="train", feature="RL-FC and RL-LSFC training")
+
+import torch  # noqa: E402
+
+from emulator.learners import common  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
 MODEL = "model.safetensors"

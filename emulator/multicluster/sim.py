@@ -91,6 +91,18 @@ class EpisodeResult:
         return metrics.ajer(self.ratio_standard)
 
 
+def _fill(occ: np.ndarray, rows: list[memoryview], c: int, start: int, stop: int, ratio: float) -> None:
+    """occ[c, start:stop] = ratio. Most runs are a few steps long (the ratio changes with every start and finish),
+    where item writes through a memoryview cost a fraction of one numpy slice assignment; both round the float to
+    float32 alike."""
+    if stop - start <= 8:
+        row = rows[c]
+        for k in range(start, stop):
+            row[k] = ratio
+    else:
+        occ[c, start:stop] = ratio
+
+
 class MultiClusterSim:
     """One federation and workload family; `reset(seed)` draws an episode, `step(decision)` routes one job.
 
@@ -139,13 +151,15 @@ class MultiClusterSim:
         self._cap = list(fed.capacities)                       # in effect (elastic expansion included)
         self._busy = [0] * c
         self._missed = [0] * c
-        self._elastic = [i for i, e in enumerate(fed.is_elastic) if e]
+        self._is_elastic = fed.is_elastic
+        self._elastic = [i for i, e in enumerate(self._is_elastic) if e]
         self._max_capacity = [cap + (fed.elastic_max if e else 0) for cap, e in zip(fed.capacities, fed.is_elastic)]
         self._hetero = [float(h) for h in fed.hetero_factors] if fed.hetero_factors is not None else [0.0] * c
         # occupation ratio per cluster per step, written lazily: cluster c's row holds steps < _since[c]; its ratio
         # since then is _ratio[c], to be recomputed first if its executors changed at step _since[c] (_stale[c])
         self._occ = np.zeros((c, 4096), dtype=np.float32)
         self._occ_len = self._occ.shape[1]
+        self._occ_rows = [memoryview(row) for row in self._occ]  # item writes without numpy's per-call cost
         self._ratio = [0.0] * c
         self._since = [0] * c
         self._stale = [False] * c
@@ -158,6 +172,7 @@ class MultiClusterSim:
         self._route_jobs: list[RouteJob | None] = [None] * n
         self._next_arrival = 0
         self._cluster_of = [-1] * n
+        self._counts_on: list[list[int] | None] = [None] * n  # executor counts of a routed job on its cluster
         self._job_missed = [0] * n
         self._ratio_delay: list[list[float]] = [[] for _ in range(n)]
         self._ratio_std: list[list[float]] = [[] for _ in range(n)]
@@ -199,6 +214,7 @@ class MultiClusterSim:
         job = self.buffer.pop(decision.job_index)
         self._route_jobs[job] = None
         self._cluster_of[job] = c
+        self._counts_on[job] = self._dist[job, c].tolist()  # its 10 executor counts there, read per execution
         self.decisions += 1
         t = self.t
         self._request(job, 0, c, self._arrival[job], t)
@@ -248,7 +264,7 @@ class MultiClusterSim:
         self._log_until(t)
         occ = self._occ
         cap, busy, missed, queues = self._cap, self._busy, self._missed, self._queues
-        normal, max_cap, hetero, elastic = self._normal, self._max_capacity, self._hetero, self.federation.is_elastic
+        normal, max_cap, hetero, elastic = self._normal, self._max_capacity, self._hetero, self._is_elastic
         clusters = []
         for i, cid in enumerate(self.cluster_ids):
             free = cap[i] - busy[i]
@@ -349,7 +365,7 @@ class MultiClusterSim:
                 self._ratio[c] = self._busy[c] / self._cap[c]
             if t > self._occ_len:
                 self._grow(t)
-            self._occ[c, since:t] = self._ratio[c]
+            _fill(self._occ, self._occ_rows, c, since, t, self._ratio[c])
             self._since[c] = t
         self._stale[c] = True
 
@@ -357,13 +373,13 @@ class MultiClusterSim:
         """Write every cluster's occupation ratio of the steps before t (nothing changed since its last change)."""
         if t > self._occ_len:
             self._grow(t)
-        occ, since, stale, ratio = self._occ, self._since, self._stale, self._ratio
+        occ, rows, since, stale, ratio = self._occ, self._occ_rows, self._since, self._stale, self._ratio
         for c in range(len(since)):
             if since[c] < t:
                 if stale[c]:
                     ratio[c] = self._busy[c] / self._cap[c]
                     stale[c] = False
-                occ[c, since[c]:t] = ratio[c]
+                _fill(occ, rows, c, since[c], t, ratio[c])
                 since[c] = t
 
     def _grow(self, t: int) -> None:
@@ -371,10 +387,11 @@ class MultiClusterSim:
         grown[:, :self._occ_len] = self._occ
         self._occ = grown
         self._occ_len = grown.shape[1]
+        self._occ_rows = [memoryview(row) for row in grown]
 
     def _request(self, job: int, batch: int, c: int, req_time: int, t: int) -> None:
         """Execution `batch` of `job` asks cluster `c` for its executors (never more than the whole cluster)."""
-        executors = int(self._dist[job, c, self._slots[job][batch]])
+        executors = self._counts_on[job][self._slots[job][batch]]
         normal = self._normal[c]
         self._queues[c].append((job, batch, executors if executors < normal else normal, req_time, t))
         if c not in self._dirty:
@@ -387,10 +404,15 @@ class MultiClusterSim:
         run, std, dl = self._run, self._std, self._dl
         ratio_delay, ratio_std = self._ratio_delay, self._ratio_std
         execs = self._execs
-        touch = self._touch
+        touch, since, stale = self._touch, self._since, self._stale
+        execution_log = self.execution_log
+        heappop = heapq.heappop
         while comp and comp[0][0] <= t:
-            _, _, c, job, batch, executors, req = heapq.heappop(comp)
-            touch(c, t)
+            _, _, c, job, batch, executors, req = heappop(comp)
+            if since[c] < t:
+                touch(c, t)
+            else:
+                stale[c] = True  # what _touch does when the steps before t are already logged
             busy[c] -= executors
             if c not in dirty:
                 dirty.append(c)
@@ -403,8 +425,8 @@ class MultiClusterSim:
                 self._missed[c] += 1
                 self._job_missed[job] += 1
                 self.events.append(DeadlineMissed(self._job_ids[job], self.cluster_ids[c], timestamp_ms=t))
-            if self.execution_log is not None:
-                self.execution_log.append((t, c, job, batch, req, t - run[job][c], missed))
+            if execution_log is not None:
+                execution_log.append((t, c, job, batch, req, t - run[job][c], missed))
             batch += 1
             if batch < execs[job]:
                 release = self._arrival[job] + batch * self._period[job]
@@ -459,20 +481,23 @@ class MultiClusterSim:
         cap, busy = self._cap, self._busy
         comp = self._completions
         run = self._run
+        fifo = self._fifo
+        seq = self._seq
+        heappush = heapq.heappush
         for c in dirty:
             queue = queues[c]
             if not queue:
                 continue
             free = cap[c] - busy[c]
             started = 0
-            if self._fifo:
+            if fifo:
                 # strict arrival order: the head of the queue blocks everything behind it
                 while queue and queue[0][2] <= free:
                     job, batch, executors, req, _ = queue.pop(0)
                     free -= executors
                     started += executors
-                    self._seq += 1
-                    heapq.heappush(comp, (t + run[job][c], self._seq, c, job, batch, executors, req))
+                    seq += 1
+                    heappush(comp, (t + run[job][c], seq, c, job, batch, executors, req))
             else:
                 # halted requests (queued at earlier steps) first, then this step's; each in job arrival order
                 if len(queue) > 1:
@@ -482,12 +507,13 @@ class MultiClusterSim:
                     if r[2] <= free:
                         free -= r[2]
                         started += r[2]
-                        self._seq += 1
-                        heapq.heappush(comp, (t + run[r[0]][c], self._seq, c, r[0], r[1], r[2], r[3]))
+                        seq += 1
+                        heappush(comp, (t + run[r[0]][c], seq, c, r[0], r[1], r[2], r[3]))
                     else:
                         keep.append(r)
                 queues[c] = keep
             if started:
                 self._touch(c, t)
                 busy[c] += started
+        self._seq = seq
         dirty.clear()

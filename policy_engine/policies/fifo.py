@@ -7,14 +7,18 @@ rack-local, then off-switch, with no waiting for locality (FifoScheduler.assignC
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from policy_engine.locality import AskOnNode, place
 from policy_engine.policy import SCHEDULE, Policy, register
 from policy_engine.types import Ask, Assignment, ScheduleDecision, ScheduleObservation
 
 
+_FIFO_KEY = attrgetter("submit_time_ms", "application_id", "attempt_id", "priority", "allocation_request_id")
+
+
 def fifo_order(asks: list[Ask]) -> list[Ask]:
-    return sorted(asks, key=lambda a: (a.submit_time_ms, a.application_id, a.attempt_id, a.priority,
-                                       a.allocation_request_id))
+    return sorted(asks, key=_FIFO_KEY)
 
 
 @register("fifo", "YARN FifoScheduler: submit order; node-local, then rack-local, then off-switch; no delay",

@@ -112,7 +112,7 @@ class Utilization(_message.Message):
     def __init__(self, cpu: _Optional[float] = ..., physical_memory_mb: _Optional[int] = ..., virtual_memory_mb: _Optional[int] = ...) -> None: ...
 
 class NodeSnapshot(_message.Message):
-    __slots__ = ("node_id", "host", "rack", "total", "unallocated", "running", "utilization", "timestamp_ms")
+    __slots__ = ("node_id", "host", "rack", "total", "unallocated", "running", "utilization", "timestamp_ms", "partition")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
@@ -121,6 +121,7 @@ class NodeSnapshot(_message.Message):
     RUNNING_FIELD_NUMBER: _ClassVar[int]
     UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     host: str
     rack: str
@@ -129,7 +130,8 @@ class NodeSnapshot(_message.Message):
     running: _containers.RepeatedCompositeFieldContainer[ContainerInfo]
     utilization: Utilization
     timestamp_ms: int
-    def __init__(self, node_id: _Optional[str] = ..., host: _Optional[str] = ..., rack: _Optional[str] = ..., total: _Optional[_Union[Resource, _Mapping]] = ..., unallocated: _Optional[_Union[Resource, _Mapping]] = ..., running: _Optional[_Iterable[_Union[ContainerInfo, _Mapping]]] = ..., utilization: _Optional[_Union[Utilization, _Mapping]] = ..., timestamp_ms: _Optional[int] = ...) -> None: ...
+    partition: str
+    def __init__(self, node_id: _Optional[str] = ..., host: _Optional[str] = ..., rack: _Optional[str] = ..., total: _Optional[_Union[Resource, _Mapping]] = ..., unallocated: _Optional[_Union[Resource, _Mapping]] = ..., running: _Optional[_Iterable[_Union[ContainerInfo, _Mapping]]] = ..., utilization: _Optional[_Union[Utilization, _Mapping]] = ..., timestamp_ms: _Optional[int] = ..., partition: _Optional[str] = ...) -> None: ...
 
 class LocalityRequest(_message.Message):
     __slots__ = ("resource_name", "num_containers", "relax_locality")
@@ -142,7 +144,7 @@ class LocalityRequest(_message.Message):
     def __init__(self, resource_name: _Optional[str] = ..., num_containers: _Optional[int] = ..., relax_locality: _Optional[bool] = ...) -> None: ...
 
 class ResourceAsk(_message.Message):
-    __slots__ = ("ask_id", "application_id", "attempt_id", "queue", "user", "priority", "allocation_request_id", "resource", "num_containers", "locality", "submit_time_ms", "job", "relax_locality")
+    __slots__ = ("ask_id", "application_id", "attempt_id", "queue", "user", "priority", "allocation_request_id", "resource", "num_containers", "locality", "submit_time_ms", "job", "relax_locality", "queue_path", "user_headroom", "partition")
     ASK_ID_FIELD_NUMBER: _ClassVar[int]
     APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -156,6 +158,9 @@ class ResourceAsk(_message.Message):
     SUBMIT_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
     RELAX_LOCALITY_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_PATH_FIELD_NUMBER: _ClassVar[int]
+    USER_HEADROOM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
     ask_id: str
     application_id: str
     attempt_id: int
@@ -169,7 +174,10 @@ class ResourceAsk(_message.Message):
     submit_time_ms: int
     job: JobMetadata
     relax_locality: bool
-    def __init__(self, ask_id: _Optional[str] = ..., application_id: _Optional[str] = ..., attempt_id: _Optional[int] = ..., queue: _Optional[str] = ..., user: _Optional[str] = ..., priority: _Optional[int] = ..., allocation_request_id: _Optional[int] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., num_containers: _Optional[int] = ..., locality: _Optional[_Iterable[_Union[LocalityRequest, _Mapping]]] = ..., submit_time_ms: _Optional[int] = ..., job: _Optional[_Union[JobMetadata, _Mapping]] = ..., relax_locality: _Optional[bool] = ...) -> None: ...
+    queue_path: str
+    user_headroom: Resource
+    partition: str
+    def __init__(self, ask_id: _Optional[str] = ..., application_id: _Optional[str] = ..., attempt_id: _Optional[int] = ..., queue: _Optional[str] = ..., user: _Optional[str] = ..., priority: _Optional[int] = ..., allocation_request_id: _Optional[int] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., num_containers: _Optional[int] = ..., locality: _Optional[_Iterable[_Union[LocalityRequest, _Mapping]]] = ..., submit_time_ms: _Optional[int] = ..., job: _Optional[_Union[JobMetadata, _Mapping]] = ..., relax_locality: _Optional[bool] = ..., queue_path: _Optional[str] = ..., user_headroom: _Optional[_Union[Resource, _Mapping]] = ..., partition: _Optional[str] = ...) -> None: ...
 
 class ClusterSummary(_message.Message):
     __slots__ = ("num_nodes", "num_racks", "total", "unallocated")

@@ -1,6 +1,21 @@
-/*
- * Adapted from Apache Hadoop 3.5.0's FifoAppAttempt (Apache License 2.0), whose constructor is package-private.
+/**
+ * Licensed to the Apache Software Foundation (ASF) under one
+ * or more contributor license agreements.  See the NOTICE file
+ * distributed with this work for additional information
+ * regarding copyright ownership.  The ASF licenses this file
+ * to you under the Apache License, Version 2.0 (the
+ * "License"); you may not use this file except in compliance
+ * with the License.  You may obtain a copy of the License at
+ *
+ *     http://www.apache.org/licenses/LICENSE-2.0
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
  */
+
 package org.yarnrl.yarn;
 
 import org.slf4j.Logger;
@@ -20,9 +35,10 @@ import org.apache.hadoop.yarn.server.resourcemanager.scheduler.Queue;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.ContainerRequest;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerApp;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerNode;
+
+
 import org.apache.hadoop.yarn.server.scheduler.SchedulerRequestKey;
 
-/** An application attempt under RlScheduler: FifoAppAttempt's container allocation, unchanged. */
 public class RlAppAttempt extends FiCaSchedulerApp {
   private static final Logger LOG =
       LoggerFactory.getLogger(RlAppAttempt.class);

@@ -4,10 +4,23 @@ package org.yarnrl.yarn;
  * What RlScheduler exposes over JMX (bean {@code Hadoop:service=ResourceManager,name=RlScheduler}).
  *
  * <p>A heartbeat is either decided by the engine or scheduled natively; every native heartbeat that was meant for
- * the engine is a fallback, counted by its reason.
+ * the engine is a fallback, counted by its reason. Used by both RlScheduler (FIFO) and RlCapacityScheduler.
  */
 public interface RlSchedulerMXBean {
+  /** The engine the scheduler asks: the active one of {@code yarnrl.engine.address}'s list. */
   String getEngineAddress();
+
+  /** Each engine's last health check, {@code address=SERVING|NOT_SERVING|UNREACHABLE|UNKNOWN}, in list order. */
+  String getEngineHealth();
+
+  /** How many times the active engine changed (failover and failback). */
+  long getFailovers();
+
+  /** The active engine's model version (GetInfo), empty before the first answer or without a model. */
+  String getEngineModelVersion();
+
+  /** Model version changes seen on an engine while it was active (live reloads). */
+  long getModelChanges();
 
   /** CLOSED (engine used), OPEN (engine skipped until the open period ends), HALF_OPEN (next call probes it). */
   String getBreakerState();
@@ -33,6 +46,18 @@ public interface RlSchedulerMXBean {
   long getFallbacksInvalidAnswer();
 
   long getFallbacksBreakerOpen();
+
+  /** Heartbeats scheduled natively because the engine speaks a protocol version this plugin does not. */
+  long getFallbacksVersionMismatch();
+
+  /** The engine's GetInfo.protocol_version at the last handshake ("" before the first). */
+  String getEngineProtocolVersion();
+
+  /** UNKNOWN (not yet spoken to since the last connect), OK, REFUSED (version mismatch), DISABLED (no engine). */
+  String getHandshakeState();
+
+  /** Schedule calls sent and not yet answered (at most one per node). */
+  long getAsksInFlight();
 
   long getReportEventsSent();
 

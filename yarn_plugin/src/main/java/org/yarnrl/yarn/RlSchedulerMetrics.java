@@ -6,6 +6,10 @@ import java.util.concurrent.atomic.LongAdder;
 public class RlSchedulerMetrics implements RlSchedulerMXBean {
   volatile String engineAddress = "";
   volatile String breakerState = "DISABLED";
+  volatile String engineHealth = "";
+  volatile String engineModelVersion = "";
+  final LongAdder failovers = new LongAdder();
+  final LongAdder modelChanges = new LongAdder();
   final LongAdder nodeUpdates = new LongAdder();
   final LongAdder engineDecisions = new LongAdder();
   final LongAdder engineContainers = new LongAdder();
@@ -16,6 +20,10 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   final LongAdder fallbacksError = new LongAdder();
   final LongAdder fallbacksInvalidAnswer = new LongAdder();
   final LongAdder fallbacksBreakerOpen = new LongAdder();
+  final LongAdder fallbacksVersionMismatch = new LongAdder();
+  volatile String engineProtocolVersion = "";
+  volatile String handshakeState = "DISABLED";
+  final LongAdder asksInFlight = new LongAdder();
   final LongAdder reportEventsSent = new LongAdder();
   final LongAdder reportEventsDropped = new LongAdder();
   final LongAdder reportFailures = new LongAdder();
@@ -30,6 +38,26 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public String getBreakerState() {
     return breakerState;
+  }
+
+  @Override
+  public String getEngineHealth() {
+    return engineHealth;
+  }
+
+  @Override
+  public long getFailovers() {
+    return failovers.sum();
+  }
+
+  @Override
+  public String getEngineModelVersion() {
+    return engineModelVersion;
+  }
+
+  @Override
+  public long getModelChanges() {
+    return modelChanges.sum();
   }
 
   @Override
@@ -60,7 +88,27 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public long getFallbacks() {
     return getFallbacksTimeout() + getFallbacksUnavailable() + getFallbacksError() + getFallbacksInvalidAnswer()
-        + getFallbacksBreakerOpen();
+        + getFallbacksBreakerOpen() + getFallbacksVersionMismatch();
+  }
+
+  @Override
+  public long getFallbacksVersionMismatch() {
+    return fallbacksVersionMismatch.sum();
+  }
+
+  @Override
+  public String getEngineProtocolVersion() {
+    return engineProtocolVersion;
+  }
+
+  @Override
+  public String getHandshakeState() {
+    return handshakeState;
+  }
+
+  @Override
+  public long getAsksInFlight() {
+    return asksInFlight.sum();
   }
 
   @Override
@@ -121,7 +169,10 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
         + getEngineContainers() + " nativeHeartbeats=" + getNativeHeartbeats() + " nativeContainers="
         + getNativeContainers() + " fallbacks=" + getFallbacks() + " (timeout=" + getFallbacksTimeout()
         + " unavailable=" + getFallbacksUnavailable() + " error=" + getFallbacksError() + " invalid="
-        + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + ") reportEventsSent="
-        + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState();
+        + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + " versionMismatch="
+        + getFallbacksVersionMismatch() + ") reportEventsSent="
+        + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState()
+        + " handshake=" + getHandshakeState() + " engine=" + getEngineAddress() + " failovers=" + getFailovers()
+        + " health=" + getEngineHealth();
   }
 }

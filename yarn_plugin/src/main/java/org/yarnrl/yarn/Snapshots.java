@@ -9,7 +9,10 @@ import org.apache.hadoop.yarn.api.records.ResourceInformation;
 import org.apache.hadoop.yarn.api.records.ResourceRequest;
 import org.apache.hadoop.yarn.api.records.ResourceUtilization;
 import org.apache.hadoop.yarn.server.resourcemanager.rmcontainer.RMContainer;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.Queue;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CSQueue;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.PendingAsk;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerApp;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerNode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.placement.AppPlacementAllocator;
 import org.apache.hadoop.yarn.server.scheduler.SchedulerRequestKey;
@@ -38,12 +41,12 @@ final class Snapshots {
 
   /** What the plugin keeps about one ask of a request to apply the engine's answer to it. */
   static final class AskRef {
-    final RlAppAttempt app;
+    final FiCaSchedulerApp app;
     final SchedulerRequestKey key;
     final org.apache.hadoop.yarn.api.records.Resource capability;
     final int outstanding;
 
-    AskRef(RlAppAttempt app, SchedulerRequestKey key, org.apache.hadoop.yarn.api.records.Resource capability,
+    AskRef(FiCaSchedulerApp app, SchedulerRequestKey key, org.apache.hadoop.yarn.api.records.Resource capability,
         int outstanding) {
       this.app = app;
       this.key = key;
@@ -73,8 +76,12 @@ final class Snapshots {
     }
   }
 
-  static String askId(RlAppAttempt app, SchedulerRequestKey key) {
-    return app.getApplicationAttemptId() + "/" + key.getPriority().getPriority() + "/" + key.getAllocationRequestId();
+  static String askId(FiCaSchedulerApp app, SchedulerRequestKey key) {
+    return askId(app.getApplicationAttemptId(), key);
+  }
+
+  static String askId(org.apache.hadoop.yarn.api.records.ApplicationAttemptId attempt, SchedulerRequestKey key) {
+    return attempt + "/" + key.getPriority().getPriority() + "/" + key.getAllocationRequestId();
   }
 
   static Resource resource(org.apache.hadoop.yarn.api.records.Resource r) {
@@ -88,6 +95,20 @@ final class Snapshots {
     return b.build();
   }
 
+  /** The cluster as a scheduler sees it (nodes, racks, total and unallocated resources). */
+  static ClusterSummary cluster(
+      org.apache.hadoop.yarn.server.resourcemanager.scheduler.AbstractYarnScheduler<?, ?> scheduler,
+      java.util.Set<String> racks) {
+    org.apache.hadoop.yarn.api.records.Resource total = scheduler.getClusterResource();
+    return ClusterSummary.newBuilder()
+        .setNumNodes(scheduler.getNumClusterNodes())
+        .setNumRacks(racks.size())
+        .setTotal(resource(total))
+        .setUnallocated(resource(org.apache.hadoop.yarn.util.resource.Resources.subtract(total,
+            scheduler.getRootQueueMetrics().getAllocatedResources())))
+        .build();
+  }
+
   static NodeSnapshot node(FiCaSchedulerNode node, long nowMs) {
     NodeSnapshot.Builder b = NodeSnapshot.newBuilder()
         .setNodeId(node.getNodeID().toString())
@@ -96,6 +117,9 @@ final class Snapshots {
         .setTotal(resource(node.getTotalResource()))
         .setUnallocated(resource(node.getUnallocatedResource()))
         .setTimestampMs(nowMs);
+    if (node.getPartition() != null && !node.getPartition().isEmpty()) {
+      b.setPartition(node.getPartition());
+    }
     for (RMContainer c : node.getCopiedListOfRunningContainers()) {
       b.addRunning(ContainerInfo.newBuilder()
           .setContainerId(c.getContainerId().toString())
@@ -115,12 +139,15 @@ final class Snapshots {
    * The asks of the given attempts (in FIFO order) that could use this node, or an empty snapshot when none has
    * pending containers.
    */
-  static Snapshot build(String requestId, FiCaSchedulerNode node, List<RlAppAttempt> attempts,
+  static Snapshot build(String requestId, FiCaSchedulerNode node, List<? extends FiCaSchedulerApp> attempts,
       Map<org.apache.hadoop.yarn.api.records.ApplicationId, JobInfo> jobs, ClusterSummary cluster, long nowMs) {
     Map<String, AskRef> refs = new LinkedHashMap<>();
     List<ResourceAsk> asks = new ArrayList<>();
-    for (RlAppAttempt app : attempts) {
+    for (FiCaSchedulerApp app : attempts) {
       JobInfo job = jobs.get(app.getApplicationId());
+      Queue queue = app.getQueue();
+      String queuePath = queue instanceof CSQueue ? ((CSQueue) queue).getQueuePath() : null;
+      org.apache.hadoop.yarn.api.records.Resource headroom = queuePath == null ? null : app.getHeadroom();
       for (SchedulerRequestKey key : app.getSchedulerKeys()) {
         PendingAsk any = app.getPendingAsk(key, ResourceRequest.ANY);
         if (any.getCount() <= 0) {
@@ -138,8 +165,18 @@ final class Snapshots {
             .setResource(resource(any.getPerAllocationResource()))
             .setNumContainers(any.getCount())
             .setRelaxLocality(true);
+        if (queuePath != null) {
+          ask.setQueuePath(queuePath);
+          if (headroom != null) {
+            ask.setUserHeadroom(resource(headroom));
+          }
+        }
         AppPlacementAllocator<?> placement = app.getAppSchedulingInfo().getAppPlacementAllocator(key);
         if (placement != null) {
+          String partition = placement.getPrimaryRequestedNodePartition();
+          if (partition != null && !partition.isEmpty()) {
+            ask.setPartition(partition);
+          }
           for (Map.Entry<String, ResourceRequest> e : placement.getResourceRequests().entrySet()) {
             ResourceRequest rr = e.getValue();
             if (ResourceRequest.ANY.equals(e.getKey())) {

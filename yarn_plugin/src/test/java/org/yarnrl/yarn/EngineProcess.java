@@ -130,6 +130,26 @@ final class EngineProcess implements AutoCloseable {
     }
   }
 
+  /** SIGSTOP: the engine hangs with its sockets open (a stuck process, a long GC pause). */
+  synchronized void pause() throws Exception {
+    signal("STOP");
+  }
+
+  /** SIGCONT after {@link #pause}. */
+  synchronized void resume() throws Exception {
+    signal("CONT");
+  }
+
+  private void signal(String name) throws Exception {
+    if (process == null || !process.isAlive()) {
+      throw new IllegalStateException("engine not running");
+    }
+    Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+    if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+      throw new IllegalStateException("kill -" + name + " " + process.pid() + " failed");
+    }
+  }
+
   boolean isAlive() {
     return process != null && process.isAlive();
   }

@@ -9,6 +9,15 @@ final class Json {
 
   private Json() {}
 
+  /** A JSON document (a command's `--json` output line) as a tree. */
+  static com.fasterxml.jackson.databind.JsonNode read(String json) {
+    try {
+      return MAPPER.readTree(json);
+    } catch (Exception e) {
+      throw new IllegalArgumentException("not JSON: " + json, e);
+    }
+  }
+
   static String write(Object value) {
     try {
       return MAPPER.writeValueAsString(value);

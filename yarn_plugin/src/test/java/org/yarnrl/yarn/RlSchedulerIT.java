@@ -9,7 +9,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.JobCounter;
@@ -40,6 +43,8 @@ class RlSchedulerIT {
   }
 
   private final Path work = Path.of("target", "it-rlscheduler").toAbsolutePath();
+  // the engine's decision log (`serve --decision-log`), replayed by `emulator replay` once the jobs have run
+  private final Path decisionLog = work.resolve("decision-log");
   private final Map<String, Object> results = new LinkedHashMap<>();
   private EngineProcess engine;
   private MiniHadoop cluster;
@@ -48,6 +53,7 @@ class RlSchedulerIT {
   @BeforeAll
   void start() throws Exception {
     Files.createDirectories(work);
+    deleteRecursively(decisionLog); // a log left by an earlier run would be replayed too
     engine = new EngineProcess("fifo", work.resolve("engine.log"));
     Configuration settings = new Configuration(false);
     settings.set(YarnConfiguration.RM_SCHEDULER, RlScheduler.class.getName());
@@ -57,7 +63,7 @@ class RlSchedulerIT {
     long t0 = System.nanoTime();
     cluster = new MiniHadoop(work.resolve("cluster"), settings);
     results.put("cluster_start_s", (System.nanoTime() - t0) / 1e9);
-    engine.start("--webhdfs", cluster.webHdfsUrl());
+    engine.start("--webhdfs", cluster.webHdfsUrl(), "--decision-log", decisionLog.toString());
     RlScheduler scheduler = assertInstanceOf(RlScheduler.class, cluster.scheduler());
     metrics = scheduler.getRlMetrics();
     results.put("node_racks", cluster.nodeRacks());
@@ -192,6 +198,40 @@ class RlSchedulerIT {
 
   @Test
   @Order(5)
+  void decisionLogRecordedBehindThePluginReplaysToTheSameDecisions() throws Exception {
+    // what the engine counted before it stops: each of these decisions is in the log or counted as dropped
+    double decided = engine.metric("yarnrl_decisions_total", "rpc=\"schedule\"");
+    double dropped = engine.metric("yarnrl_decision_log_dropped_total");
+    engine.stop(); // SIGTERM: the log's files are closed (renamed from .inprogress)
+    List<String> cmd = List.of(EngineProcess.python(), "-m", "emulator.cli", "replay", "--log", decisionLog.toString(),
+        "--policies", "fifo", "--json", "--no-progress");
+    Path replayOut = work.resolve("replay.out");
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(replayOut.toFile()).start();
+    if (!p.waitFor(300, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      throw new AssertionError("replay did not finish in 300 s: " + Files.readString(replayOut));
+    }
+    String out = Files.readString(replayOut, StandardCharsets.UTF_8);
+    assertEquals(0, p.exitValue(), String.join(" ", cmd) + ":\n" + out);
+    String[] lines = out.strip().split("\n");
+    JsonNode replay = Json.read(lines[lines.length - 1]);
+    long logged = replay.get("decisions").asLong();
+    results.put("decision_log_replay", Map.of("decisions_logged", logged, "engine_decisions", decided,
+        "log_dropped", dropped, "agreement_logged_fifo", replay.get("agreement").get("logged~fifo").asDouble(),
+        "containers_logged", replay.get("containers").get("logged").asLong()));
+    assertTrue(decided > 0 && logged >= decided - dropped, logged + " rows logged of " + decided + " decisions, "
+        + dropped + " dropped:\n" + out);
+    assertEquals(List.of("fifo"), List.of(replay.get("logged_policies").get(0).asText()), out);
+    // FIFO is deterministic: re-deciding every logged heartbeat (HDFS blocks from WebHDFS included) gives exactly
+    // the decisions the engine answered the plugin with
+    assertEquals(1.0, replay.get("agreement").get("logged~fifo").asDouble(), out);
+    assertEquals(replay.get("containers").get("logged").asLong(), replay.get("containers").get("fifo").asLong(), out);
+    assertTrue(replay.get("containers").get("logged").asLong() > 0, out);
+    engine.start("--webhdfs", cluster.webHdfsUrl(), "--decision-log", decisionLog.toString());
+  }
+
+  @Test
+  @Order(6)
   void engineKilledMidJobThenRestarted() throws Exception {
     long fallbacksBefore = metrics.getFallbacks();
     long nativeBefore = metrics.getNativeContainers();
@@ -216,7 +256,7 @@ class RlSchedulerIT {
     results.put("native_containers_during_outage", metrics.getNativeContainers() - nativeBefore);
 
     // the engine comes back at the same address: once the breaker's open period ends the plugin uses it again
-    engine.start("--webhdfs", cluster.webHdfsUrl());
+    engine.start("--webhdfs", cluster.webHdfsUrl(), "--decision-log", decisionLog.toString());
     long decisionsAtRestart = metrics.getEngineDecisions();
     Job after = Workloads.submitSleep(cluster.jobConf(), 4, 200, 512);
     Workloads.Result r2 = Workloads.finish("sleep-engine-restarted", after, System.nanoTime());
@@ -226,6 +266,16 @@ class RlSchedulerIT {
     assertTrue(engine.metric("yarnrl_decisions_total", "rpc=\"schedule\"") > 0);
     results.put("sleep_engine_restarted", resultMap(r2));
     results.put("engine_decisions_after_restart", metrics.getEngineDecisions() - decisionsAtRestart);
+  }
+
+  private static void deleteRecursively(Path dir) throws IOException {
+    if (Files.exists(dir)) {
+      try (java.util.stream.Stream<Path> paths = Files.walk(dir)) {
+        for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+          Files.delete(path);
+        }
+      }
+    }
   }
 
   private static Map<String, Object> resultMap(Workloads.Result r) {

@@ -56,7 +56,12 @@ final class Workloads {
 
   static Result finish(String name, Job job, long startNanos) throws Exception {
     boolean ok = job.waitForCompletion(false);
-    Result r = new Result(name, ok, (System.nanoTime() - startNanos) / 1e9);
+    return result(name, job, ok, (System.nanoTime() - startNanos) / 1e9);
+  }
+
+  /** A finished job's result: its outcome, the given wall time and its locality counters. */
+  static Result result(String name, Job job, boolean ok, double seconds) throws Exception {
+    Result r = new Result(name, ok, seconds);
     Counters counters = job.getCounters();
     if (counters != null) {
       for (JobCounter c : new JobCounter[] {JobCounter.TOTAL_LAUNCHED_MAPS, JobCounter.DATA_LOCAL_MAPS,
@@ -81,8 +86,45 @@ final class Workloads {
     return tool("randomtextwriter", new RandomTextWriter(), conf, out.toString());
   }
 
+  /**
+   * The same input shape as {@link #randomTextWriter} (MAPS files, WORDCOUNT_TINY_BYTES in all, random words) written
+   * straight into HDFS from this JVM, without a MapReduce job: for tests that need WordCount's input, not its
+   * generation time. Seeded.
+   */
+  static void writeRandomText(org.apache.hadoop.fs.FileSystem fs, Path dir, long seed) throws java.io.IOException {
+    java.util.Random rng = new java.util.Random(seed);
+    String[] words = new String[500];
+    for (int i = 0; i < words.length; i++) {
+      StringBuilder w = new StringBuilder();
+      for (int j = 2 + rng.nextInt(8); j > 0; j--) {
+        w.append((char) ('a' + rng.nextInt(26)));
+      }
+      words[i] = w.toString();
+    }
+    for (int m = 0; m < MAPS; m++) {
+      StringBuilder text = new StringBuilder();
+      while (text.length() < WORDCOUNT_TINY_BYTES / MAPS) {
+        text.append(words[rng.nextInt(words.length)]).append(rng.nextInt(12) == 0 ? '\n' : ' ');
+      }
+      try (org.apache.hadoop.fs.FSDataOutputStream out = fs.create(new Path(dir, String.format("part-%05d", m)))) {
+        out.write(text.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      }
+    }
+  }
+
   /** WordCount (WordCount.main calls System.exit, so the job is built from its mapper and reducer). */
   static Result wordCount(Configuration base, Path in, Path out, String tags) throws Exception {
+    return finish("wordcount", wordCountJob(base, in, out, tags), System.nanoTime());
+  }
+
+  /** The WordCount job, submitted but not awaited. */
+  static Job submitWordCount(Configuration base, Path in, Path out, String tags) throws Exception {
+    Job job = wordCountJob(base, in, out, tags);
+    job.submit();
+    return job;
+  }
+
+  private static Job wordCountJob(Configuration base, Path in, Path out, String tags) throws Exception {
     Configuration conf = new Configuration(base);
     if (tags != null) {
       conf.set(MRJobConfig.JOB_TAGS, tags);
@@ -96,7 +138,7 @@ final class Workloads {
     job.setOutputValueClass(IntWritable.class);
     FileInputFormat.addInputPath(job, in);
     FileOutputFormat.setOutputPath(job, out);
-    return finish("wordcount", job, System.nanoTime());
+    return job;
   }
 
   static Result teraGen(Configuration base, Path out) throws Exception {

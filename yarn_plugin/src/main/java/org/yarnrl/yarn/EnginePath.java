@@ -1,0 +1,227 @@
+package org.yarnrl.yarn;
+
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.yarn.api.records.NodeId;
+import org.apache.hadoop.yarn.exceptions.YarnRuntimeException;
+import org.apache.hadoop.yarn.server.resourcemanager.RMContext;
+import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.NodeUpdateSchedulerEvent;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.yarnrl.v1.Event;
+import org.yarnrl.v1.ScheduleResponse;
+
+/**
+ * A scheduler's way to the engine, shared by RlScheduler (FIFO) and RlCapacityScheduler: the client (deadline,
+ * breaker, Report), the version handshake, and the asynchronous per-node asks.
+ *
+ * <p>Why asynchronous: a node update runs under the scheduler's lock on its single event thread, so a blocking
+ * Schedule call there caps an RM at 1 / latency heartbeats per second and makes every container completion, AM
+ * allocate and application event wait behind the network. Instead a node update that wants the engine sends the
+ * node's snapshot and returns (the node is held: nothing is allocated on it meanwhile); the answer, or its failure,
+ * arrives on a gRPC thread, which only stores it and re-dispatches a NODE_UPDATE for that node through the RM's
+ * dispatcher; that node update, on the scheduler's own thread and under its lock, re-validates and applies the
+ * answer (or schedules natively on a failure). At most one ask per node is in flight; the deadline, the breaker,
+ * the per-reason fallbacks and the "never worse than native" rule are as before.
+ */
+final class EnginePath implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(EnginePath.class);
+
+  /** An answer to one node's ask, or why there is none. */
+  static final class Answer {
+    final Snapshots.Snapshot snapshot;
+    final ScheduleResponse response;
+    final EngineClient.CallFailed failure;
+    /** The engine that was asked (of a failover list): its breaker gets the outcome. */
+    final EngineClient client;
+
+    Answer(Snapshots.Snapshot snapshot, ScheduleResponse response, EngineClient.CallFailed failure,
+        EngineClient client) {
+      this.snapshot = snapshot;
+      this.response = response;
+      this.failure = failure;
+      this.client = client;
+    }
+  }
+
+  /** One engine or a failover list ({@link EngineFailover}), with TLS/token from {@link EngineChannels}. */
+  final EngineFailover engines;
+  /** One protocol handshake per engine: an engine is used, or failed over to, only once its version is accepted. */
+  private final java.util.Map<EngineClient, EngineHandshake> handshakes = new java.util.IdentityHashMap<>();
+  final RlSchedulerMetrics metrics;
+  /** The engine whose answer the scheduler took last (scheduler thread only): failed/invalid/applied go to it. */
+  private EngineClient taken;
+  private final ConcurrentHashMap<NodeId, Snapshots.Snapshot> inFlight = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<NodeId, Answer> ready = new ConcurrentHashMap<>();
+  private final AtomicLong requestSeq = new AtomicLong();
+  private volatile RMContext rmContext;
+  private volatile boolean invalidAnswerLogged;
+
+  private EnginePath(EngineFailover engines, RlSchedulerMetrics metrics) {
+    this.engines = engines;
+    this.metrics = metrics;
+    for (EngineClient c : engines.clients()) {
+      handshakes.put(c, new EngineHandshake(c, metrics, 200, 1000));
+    }
+    engines.setReady(c -> handshakes.get(c).state() == EngineHandshake.State.OK);
+  }
+
+  /** The active engine's handshake. */
+  EngineHandshake handshake() {
+    return handshakes.get(engines.current());
+  }
+
+  /** The engine path configured in {@code conf} (yarn-site.xml), or null when no engine address is set. */
+  static EnginePath fromConf(Configuration conf, RlSchedulerMetrics metrics, String schedulerName) {
+    String address = conf.getTrimmed(RlScheduler.ENGINE_ADDRESS, "");
+    if (address.isEmpty()) {
+      LOG.warn("{} is not set: every heartbeat is scheduled natively ({})", RlScheduler.ENGINE_ADDRESS,
+          schedulerName);
+      return null;
+    }
+    long deadline = conf.getLong(RlScheduler.DEADLINE_MS, RlScheduler.DEFAULT_DEADLINE_MS);
+    if (deadline <= 0) {
+      throw new YarnRuntimeException(RlScheduler.DEADLINE_MS + " must be positive, got " + deadline);
+    }
+    EngineFailover engines;
+    try {
+      // one engine or a failover list; TLS/mTLS/token from yarnrl.engine.tls.* and yarnrl.engine.token-file
+      engines = EngineFailover.fromConf(conf, address, deadline,
+          conf.getInt(RlScheduler.BREAKER_FAILURES, RlScheduler.DEFAULT_BREAKER_FAILURES),
+          conf.getLong(RlScheduler.BREAKER_OPEN_MS, RlScheduler.DEFAULT_BREAKER_OPEN_MS),
+          conf.getLong(RlScheduler.REPORT_INTERVAL_MS, RlScheduler.DEFAULT_REPORT_INTERVAL_MS), metrics);
+    } catch (IllegalArgumentException e) {
+      throw new YarnRuntimeException("yarn-rl engine settings: " + e.getMessage(), e);
+    }
+    metrics.breakerState = EngineClient.Breaker.CLOSED.name();
+    LOG.info("yarn-rl {}: engine at {}, deadline {} ms, asked asynchronously", schedulerName, address, deadline);
+    return new EnginePath(engines, metrics);
+  }
+
+  /** Where answers re-dispatch their node's update (set once the scheduler has its RM context). */
+  void setRMContext(RMContext context) {
+    this.rmContext = context;
+  }
+
+  String nextRequestId() {
+    return Long.toString(requestSeq.incrementAndGet());
+  }
+
+  /**
+   * Whether this heartbeat may ask the engine; when not, the reason is counted (the heartbeat is a fallback).
+   * No network: the handshake and breaker states are read as they are.
+   */
+  boolean mayAsk() {
+    if (handshake().state() != EngineHandshake.State.OK && engines.size() > 1) {
+      engines.switchAway(engines.address() + " protocol handshake " + handshake().state());
+    }
+    switch (handshake().state()) {
+      case REFUSED:
+        metrics.fallbacksVersionMismatch.increment();
+        return false;
+      case UNKNOWN:
+        metrics.fallbacksUnavailable.increment();
+        return false;
+      default:
+        break;
+    }
+    if (!engines.allowCall()) {
+      metrics.fallbacksBreakerOpen.increment();
+      return false;
+    }
+    return true;
+  }
+
+  boolean inFlight(NodeId node) {
+    return inFlight.containsKey(node);
+  }
+
+  boolean hasAnswer(NodeId node) {
+    return ready.containsKey(node);
+  }
+
+  /** The answer that arrived for this node, once (null when none is waiting). */
+  Answer take(NodeId node) {
+    Answer a = ready.remove(node);
+    if (a != null) {
+      taken = a.client;
+    }
+    return a;
+  }
+
+  /** Ask about this node without waiting; the node is re-dispatched when the answer (or its failure) is in. */
+  void send(NodeId node, Snapshots.Snapshot snapshot) {
+    inFlight.put(node, snapshot);
+    metrics.asksInFlight.increment();
+    EngineClient client = engines.current();
+    client.scheduleAsync(snapshot.request, (response, failure) -> {
+      // stored before the in-flight mark goes, so a node update in between sees one or the other
+      ready.put(node, new Answer(snapshot, response, failure, client));
+      inFlight.remove(node);
+      metrics.asksInFlight.decrement();
+      redispatch(node);
+    });
+  }
+
+  private void redispatch(NodeId node) {
+    RMContext context = rmContext;
+    RMNode rmNode = context == null ? null : context.getRMNodes().get(node);
+    if (rmNode == null) {
+      ready.remove(node); // the node left; nothing to apply
+      return;
+    }
+    context.getDispatcher().getEventHandler().handle(new NodeUpdateSchedulerEvent(rmNode));
+  }
+
+  /** The node left the cluster: an answer for it has nowhere to go. */
+  void forget(NodeId node) {
+    ready.remove(node);
+  }
+
+  /** A call brought no answer: count its reason and tell the breaker (and the handshake, if the engine left). */
+  void failed(EngineClient.CallFailed e) {
+    switch (e.failure) {
+      case TIMEOUT:
+        metrics.fallbacksTimeout.increment();
+        break;
+      case UNAVAILABLE:
+        metrics.fallbacksUnavailable.increment();
+        handshakes.get(taken != null ? taken : engines.current()).reconnected("the engine is unavailable");
+        break;
+      default:
+        metrics.fallbacksError.increment();
+    }
+    engines.recordFailure(taken, e.getMessage());
+  }
+
+  /** An answer that cannot be applied: counted, logged once (then at DEBUG), and a breaker failure. */
+  void invalid(NodeId node, String problem) {
+    metrics.fallbacksInvalidAnswer.increment();
+    if (!invalidAnswerLogged) {
+      invalidAnswerLogged = true;
+      LOG.warn("yarn-rl engine answer not applied on {} ({}); scheduling natively. Further invalid answers are "
+          + "counted in FallbacksInvalidAnswer, logged at DEBUG", node, problem);
+    } else {
+      LOG.debug("yarn-rl engine answer not applied on {}: {}", node, problem);
+    }
+    engines.recordFailure(taken, "invalid answer: " + problem);
+  }
+
+  /** An answer was applied. */
+  void applied() {
+    engines.recordSuccess(taken);
+    metrics.engineDecisions.increment();
+  }
+
+  void report(Event event) {
+    engines.report(event);
+  }
+
+  @Override
+  public void close() {
+    handshakes.values().forEach(EngineHandshake::close);
+    engines.close();
+  }
+}

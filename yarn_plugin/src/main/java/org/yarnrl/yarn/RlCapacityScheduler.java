@@ -1,0 +1,457 @@
+package org.yarnrl.yarn;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import javax.management.ObjectName;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.metrics2.util.MBeans;
+import org.apache.hadoop.yarn.api.records.ApplicationAttemptId;
+import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.api.records.ContainerId;
+import org.apache.hadoop.yarn.api.records.ContainerStatus;
+import org.apache.hadoop.yarn.api.records.NodeId;
+import org.apache.hadoop.yarn.api.records.Resource;
+import org.apache.hadoop.yarn.api.records.ResourceRequest;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.exceptions.YarnRuntimeException;
+import org.apache.hadoop.yarn.server.resourcemanager.RMContext;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMApp;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState;
+import org.apache.hadoop.yarn.server.resourcemanager.rmcontainer.RMContainer;
+import org.apache.hadoop.yarn.server.resourcemanager.rmcontainer.RMContainerEventType;
+import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.NodeType;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.Queue;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.SchedulerAppUtils;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.SchedulerApplication;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CSQueue;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacitySchedulerConfiguration;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.ContainerAllocationProposal;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.ResourceCommitRequest;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.SchedulerContainer;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerApp;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerNode;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.AppAddedSchedulerEvent;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.AppRemovedSchedulerEvent;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.NodeAddedSchedulerEvent;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.NodeRemovedSchedulerEvent;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.SchedulerEvent;
+import org.apache.hadoop.yarn.server.scheduler.SchedulerRequestKey;
+import org.apache.hadoop.yarn.util.resource.Resources;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.yarnrl.v1.ContainerFinished;
+import org.yarnrl.v1.ContainerStarted;
+import org.yarnrl.v1.Event;
+import org.yarnrl.v1.JobFinished;
+import org.yarnrl.v1.Locality;
+import org.yarnrl.v1.NodeAdded;
+import org.yarnrl.v1.NodeRemoved;
+
+/**
+ * The yarn-rl CapacityScheduler ({@code yarn.resourcemanager.scheduler.class=org.yarnrl.yarn.RlCapacityScheduler}):
+ * Hadoop's CapacityScheduler, unchanged, with the engine deciding where and whether now the pending containers of
+ * the queues that opt in go.
+ *
+ * <p>Opt-in per queue in capacity-scheduler.xml: {@code yarn.scheduler.capacity.<queue-path>.yarnrl.engine.enabled}
+ * = true (a parent's setting holds for its children unless they set their own). The engine (address, deadline,
+ * breaker: the {@code yarnrl.engine.*} settings of RlScheduler, in yarn-site.xml) is asked asynchronously
+ * ({@link EnginePath}): a heartbeat of a node with room while an engine queue has pending asks holds the node and
+ * sends its snapshot; when the answer is in, a re-dispatched NODE_UPDATE runs CapacityScheduler's ordinary
+ * allocation pass on that node with the answer as a per-node plan ({@link NodePlan}, read by
+ * {@link RlAppPlacementAllocator}): queues are visited in CapacityScheduler's order under its capacities, user
+ * limits, partitions, reservations and ACLs, and every container is committed through its tryCommit; an engine
+ * queue's ask is placed only where and as often as the engine said. Other queues, and everything on a failure,
+ * timeout, invalid answer, open breaker or refused engine version, are plain CapacityScheduler (counted per reason
+ * on the same JMX bean as RlScheduler, {@code Hadoop:service=ResourceManager,name=RlScheduler}). Preemption is
+ * CapacityScheduler's own monitor, untouched.
+ *
+ * <p>Asynchronous scheduling ({@code yarn.scheduler.capacity.schedule-asynchronously.enable}, on by default in
+ * 3.5.0) allocates from CapacityScheduler's own threads outside node updates: with an engine address set it is
+ * turned off unless yarn-site.xml sets it explicitly, and when it is on the engine is not used (logged at start).
+ */
+public class RlCapacityScheduler extends CapacityScheduler {
+  private static final Logger LOG = LoggerFactory.getLogger(RlCapacityScheduler.class);
+
+  /** Per queue, after {@code yarn.scheduler.capacity.<queue-path>.}: whether the engine places its containers. */
+  public static final String QUEUE_ENGINE_ENABLED = "yarnrl.engine.enabled";
+  private static final String CS_PREFIX = "yarn.scheduler.capacity.";
+
+  private final RlSchedulerMetrics rlMetrics = new RlSchedulerMetrics();
+  private final Map<NodeId, NodePlan> plans = new ConcurrentHashMap<>();
+  private final Map<String, Boolean> engineQueues = new ConcurrentHashMap<>();
+  private final Map<ApplicationId, Snapshots.JobInfo> jobs = new ConcurrentHashMap<>();
+  private final Map<ContainerId, Event> startedEvents = new ConcurrentHashMap<>();
+  private final java.util.Set<String> racks = ConcurrentHashMap.newKeySet();
+  private volatile NodePlan activePlan;
+  private volatile boolean anyEngineQueue;
+  private EnginePath engine;
+  private ObjectName mbeanName;
+
+  public RlCapacityScheduler() {
+    super();
+  }
+
+  @Override
+  public void serviceInit(Configuration conf) throws Exception {
+    // CapacityScheduler 3.5.0 schedules asynchronously by default, from its own threads outside node updates; the
+    // engine's answers are applied in node updates, so with an engine configured it is off unless yarn-site.xml
+    // sets it explicitly (then the engine is not used, see below)
+    if (!conf.getTrimmed(RlScheduler.ENGINE_ADDRESS, "").isEmpty()
+        && conf.get(CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE) == null) {
+      conf.setBoolean(CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE, false);
+      LOG.info("RlCapacityScheduler: {}=false (engine answers are applied in node updates)",
+          CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE);
+    }
+    usePlacementAllocator(conf);
+    RMContext context = getRMContext();
+    if (context != null && context.getYarnConfiguration() != null && context.getYarnConfiguration() != conf) {
+      usePlacementAllocator(context.getYarnConfiguration());
+    }
+    super.serviceInit(conf);
+    refreshEngineQueues();
+    if (getConfiguration().getScheduleAynschronously()) {
+      LOG.warn("RlCapacityScheduler: {}=true, so CapacityScheduler allocates from its own threads outside node "
+          + "updates; the engine is not used (leave the setting unset, or false, to use it)",
+          CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE);
+      return;
+    }
+    engine = EnginePath.fromConf(conf, rlMetrics, "RlCapacityScheduler");
+    if (engine != null) {
+      engine.setRMContext(getRMContext());
+    }
+  }
+
+  /** Every application's asks go through RlAppPlacementAllocator (LocalityAppPlacementAllocator + the plan). */
+  private static void usePlacementAllocator(Configuration conf) {
+    String configured = conf.getTrimmed(YarnConfiguration.APPLICATION_PLACEMENT_TYPE_CLASS);
+    if (configured == null || configured.isEmpty()) {
+      conf.set(YarnConfiguration.APPLICATION_PLACEMENT_TYPE_CLASS, RlAppPlacementAllocator.class.getName());
+      return;
+    }
+    try {
+      if (!RlAppPlacementAllocator.class.isAssignableFrom(Class.forName(configured))) {
+        throw new YarnRuntimeException(YarnConfiguration.APPLICATION_PLACEMENT_TYPE_CLASS + "=" + configured
+            + ": RlCapacityScheduler needs " + RlAppPlacementAllocator.class.getName()
+            + " (or a subclass) there; leave the setting unset");
+      }
+    } catch (ClassNotFoundException e) {
+      throw new YarnRuntimeException(YarnConfiguration.APPLICATION_PLACEMENT_TYPE_CLASS + "=" + configured
+          + ": no such class", e);
+    }
+  }
+
+  @Override
+  public void serviceStart() throws Exception {
+    super.serviceStart();
+    mbeanName = MBeans.register("ResourceManager", "RlScheduler", rlMetrics);
+  }
+
+  @Override
+  public void serviceStop() throws Exception {
+    if (mbeanName != null) {
+      MBeans.unregister(mbeanName);
+      mbeanName = null;
+    }
+    if (engine != null) {
+      engine.close();
+    }
+    LOG.info("RlCapacityScheduler stopped: {}", rlMetrics);
+    super.serviceStop();
+  }
+
+  @Override
+  public void reinitialize(Configuration newConf, RMContext rmContext, boolean validation) throws IOException {
+    super.reinitialize(newConf, rmContext, validation);
+    refreshEngineQueues(); // refreshQueues may switch queues on or off
+  }
+
+  /** The plugin's counters (also on JMX). */
+  public RlSchedulerMetrics getRlMetrics() {
+    return rlMetrics;
+  }
+
+  private void refreshEngineQueues() {
+    engineQueues.clear();
+    boolean any = false;
+    for (Map.Entry<String, String> e : getConfiguration().getPropsWithPrefix(CS_PREFIX).entrySet()) {
+      if (e.getKey().endsWith("." + QUEUE_ENGINE_ENABLED) && Boolean.parseBoolean(e.getValue().trim())) {
+        any = true;
+      }
+    }
+    anyEngineQueue = any;
+    if (!any) {
+      LOG.info("RlCapacityScheduler: no queue sets {}{}.{}=true; scheduling is plain CapacityScheduler", CS_PREFIX,
+          "<queue-path>", QUEUE_ENGINE_ENABLED);
+    }
+  }
+
+  /** Whether the engine places this queue's containers (its own setting, else its nearest parent's; default no). */
+  public boolean isEngineQueue(String queuePath) {
+    if (queuePath == null || !anyEngineQueue) {
+      return false;
+    }
+    return engineQueues.computeIfAbsent(queuePath, path -> {
+      for (String p = path; !p.isEmpty(); p = p.contains(".") ? p.substring(0, p.lastIndexOf('.')) : "") {
+        String v = getConfiguration().get(CS_PREFIX + p + "." + QUEUE_ENGINE_ENABLED);
+        if (v != null) {
+          return Boolean.parseBoolean(v.trim());
+        }
+      }
+      return false;
+    });
+  }
+
+  private boolean isEngineQueue(Queue queue) {
+    return queue instanceof CSQueue && isEngineQueue(((CSQueue) queue).getQueuePath());
+  }
+
+  /** Whether the engine places this attempt's containers (by its queue now). */
+  boolean isEngineApp(ApplicationAttemptId attempt) {
+    FiCaSchedulerApp app = getApplicationAttempt(attempt);
+    return app != null && isEngineQueue(app.getQueue());
+  }
+
+  /** The plan in force on this node during the current pass, or null (CapacityScheduler alone). */
+  NodePlan planFor(NodeId node) {
+    return plans.isEmpty() ? null : plans.get(node);
+  }
+
+  /** The plan of the pass running now on the scheduler thread, or null. */
+  NodePlan activePlan() {
+    return activePlan;
+  }
+
+  @Override
+  protected void nodeUpdate(RMNode nm) {
+    if (engine == null || !anyEngineQueue) {
+      super.nodeUpdate(nm);
+      return;
+    }
+    NodeId id = nm.getNodeID();
+    EnginePath.Answer answer = engine.take(id);
+    if (answer != null) {
+      applyAnswer(nm, answer);
+      return;
+    }
+    if (engine.inFlight(id)) {
+      pass(nm, NodePlan.HOLD); // a heartbeat while the answer is on its way: bookkeeping only
+      return;
+    }
+    FiCaSchedulerNode before = getNode(id);
+    List<FiCaSchedulerApp> attempts = before == null ? List.of() : engineAttempts(before);
+    if (attempts.isEmpty()) {
+      super.nodeUpdate(nm); // nothing for the engine to decide here
+      return;
+    }
+    rlMetrics.nodeUpdates.increment();
+    long start = System.nanoTime();
+    if (!engine.mayAsk()) {
+      super.nodeUpdate(nm);
+      rlMetrics.nativeHeartbeats.increment();
+      rlMetrics.nativeNanos.add(System.nanoTime() - start);
+      return;
+    }
+    // CapacityScheduler's bookkeeping (finished containers released) with the node held, then its snapshot
+    pass(nm, NodePlan.HOLD);
+    FiCaSchedulerNode node = getNode(id);
+    if (node == null || !Resources.fitsIn(getMinimumResourceCapability(), node.getUnallocatedResource())) {
+      return; // gone, or no room for any container: nothing to decide
+    }
+    Snapshots.Snapshot snapshot;
+    readLock.lock();
+    try {
+      snapshot = Snapshots.build(engine.nextRequestId(), node, attempts, jobs, Snapshots.cluster(this, racks),
+          System.currentTimeMillis());
+    } finally {
+      readLock.unlock();
+    }
+    if (snapshot.asks.isEmpty()) {
+      super.nodeUpdate(nm); // the asks went meanwhile: CapacityScheduler alone
+      return;
+    }
+    engine.send(id, snapshot);
+    rlMetrics.engineNanos.add(System.nanoTime() - start);
+  }
+
+  /** One CapacityScheduler node update with this plan in force on the node. */
+  private void pass(RMNode nm, NodePlan plan) {
+    plans.put(nm.getNodeID(), plan);
+    activePlan = plan;
+    try {
+      super.nodeUpdate(nm);
+    } finally {
+      activePlan = null;
+      plans.remove(nm.getNodeID());
+    }
+  }
+
+  private void applyAnswer(RMNode nm, EnginePath.Answer answer) {
+    long start = System.nanoTime();
+    FiCaSchedulerNode node = getNode(nm.getNodeID());
+    String problem = null;
+    if (answer.failure != null) {
+      engine.failed(answer.failure);
+    } else if (node != null) {
+      problem = Snapshots.check(answer.response, answer.snapshot, node);
+      if (problem != null) {
+        engine.invalid(nm.getNodeID(), problem);
+      }
+    }
+    if (answer.failure != null || problem != null || node == null) {
+      super.nodeUpdate(nm);
+      rlMetrics.nativeHeartbeats.increment();
+      rlMetrics.nativeNanos.add(System.nanoTime() - start);
+      return;
+    }
+    NodePlan plan = NodePlan.of(answer.response);
+    pass(nm, plan);
+    engine.applied();
+    rlMetrics.engineNanos.add(System.nanoTime() - start);
+  }
+
+  /** Attempts in engine queues with pending asks that may use this node, in submission order. */
+  private List<FiCaSchedulerApp> engineAttempts(FiCaSchedulerNode node) {
+    List<FiCaSchedulerApp> out = new ArrayList<>();
+    for (SchedulerApplication<FiCaSchedulerApp> app : applications.values()) {
+      FiCaSchedulerApp attempt = app.getCurrentAppAttempt();
+      if (attempt == null || attempt.isStopped() || !isEngineQueue(attempt.getQueue())) {
+        continue;
+      }
+      boolean pending = false;
+      for (SchedulerRequestKey key : attempt.getSchedulerKeys()) {
+        if (attempt.getPendingAsk(key, ResourceRequest.ANY).getCount() > 0) {
+          pending = true;
+          break;
+        }
+      }
+      if (pending && !SchedulerAppUtils.isPlaceBlacklisted(attempt, node, LOG)) {
+        out.add(attempt);
+      }
+    }
+    out.sort(Comparator.comparing(FiCaSchedulerApp::getApplicationId));
+    return out;
+  }
+
+  // ------------------------------------------------------------------ feedback to the engine (Report)
+
+  @Override
+  public boolean tryCommit(Resource cluster, ResourceCommitRequest r, boolean updatePending) {
+    boolean committed = super.tryCommit(cluster, r, updatePending);
+    if (committed) {
+      for (Object o : r.getContainersToAllocate()) {
+        ContainerAllocationProposal<?, ?> p = (ContainerAllocationProposal<?, ?>) o;
+        SchedulerContainer<?, ?> c = p.getAllocatedOrReservedContainer();
+        if (c == null || c.getRmContainer() == null || !c.isAllocated()) {
+          continue;
+        }
+        NodePlan plan = activePlan;
+        FiCaSchedulerApp app = (FiCaSchedulerApp) c.getSchedulerApplicationAttempt();
+        boolean byEngine = plan != null && plan != NodePlan.HOLD && app != null && isEngineQueue(app.getQueue());
+        if (byEngine) {
+          rlMetrics.engineContainers.increment();
+        } else {
+          rlMetrics.nativeContainers.increment();
+        }
+        reportStarted(c.getRmContainer(), app, c.getSchedulerRequestKey(), p.getAllocationLocalityType(),
+            byEngine ? plan.decisionId : "");
+      }
+    }
+    return committed;
+  }
+
+  private void reportStarted(RMContainer container, FiCaSchedulerApp app, SchedulerRequestKey key, NodeType type,
+      String decisionId) {
+    if (engine == null || app == null) {
+      return;
+    }
+    Locality locality = type == NodeType.NODE_LOCAL ? Locality.LOCALITY_NODE_LOCAL
+        : type == NodeType.RACK_LOCAL ? Locality.LOCALITY_RACK_LOCAL : Locality.LOCALITY_OFF_SWITCH;
+    Event started = Event.newBuilder()
+        .setTimestampMs(System.currentTimeMillis())
+        .setDecisionId(decisionId)
+        .setContainerStarted(ContainerStarted.newBuilder()
+            .setContainerId(container.getContainerId().toString())
+            .setApplicationId(app.getApplicationId().toString())
+            .setNodeId(container.getAllocatedNode().toString())
+            .setAskId(key == null ? "" : Snapshots.askId(app, key))
+            .setLocality(locality))
+        .build();
+    startedEvents.put(container.getContainerId(), started);
+    engine.report(started);
+  }
+
+  @Override
+  protected void completedContainerInternal(RMContainer rmContainer, ContainerStatus containerStatus,
+      RMContainerEventType event) {
+    super.completedContainerInternal(rmContainer, containerStatus, event);
+    Event started = startedEvents.remove(rmContainer.getContainerId());
+    if (engine == null || started == null) {
+      return;
+    }
+    engine.report(Event.newBuilder()
+        .setTimestampMs(System.currentTimeMillis())
+        .setDecisionId(started.getDecisionId())
+        .setContainerFinished(ContainerFinished.newBuilder()
+            .setContainerId(rmContainer.getContainerId().toString())
+            .setApplicationId(started.getContainerStarted().getApplicationId())
+            .setNodeId(started.getContainerStarted().getNodeId())
+            .setRuntimeMs(Math.max(0, System.currentTimeMillis() - rmContainer.getCreationTime()))
+            .setExitStatus(containerStatus.getExitStatus())
+            .setLocality(started.getContainerStarted().getLocality()))
+        .build());
+  }
+
+  @Override
+  public void handle(SchedulerEvent event) {
+    super.handle(event);
+    switch (event.getType()) {
+      case APP_ADDED: {
+        ApplicationId id = ((AppAddedSchedulerEvent) event).getApplicationId();
+        RMApp rmApp = getRMContext().getRMApps().get(id);
+        if (rmApp != null) {
+          jobs.put(id, new Snapshots.JobInfo(rmApp.getSubmitTime(),
+              JobTags.parse(rmApp.getApplicationTags(), rmApp.getSubmitTime())));
+        }
+        break;
+      }
+      case APP_REMOVED: {
+        AppRemovedSchedulerEvent removed = (AppRemovedSchedulerEvent) event;
+        Snapshots.JobInfo job = jobs.remove(removed.getApplicationID());
+        if (engine != null) {
+          long runtime = job == null ? 0 : System.currentTimeMillis() - job.submitTimeMs;
+          engine.report(Event.newBuilder().setTimestampMs(System.currentTimeMillis())
+              .setJobFinished(JobFinished.newBuilder().setJobId(removed.getApplicationID().toString())
+                  .setRuntime(runtime).setSucceeded(removed.getFinalState() == RMAppState.FINISHED)).build());
+        }
+        break;
+      }
+      case NODE_ADDED: {
+        RMNode n = ((NodeAddedSchedulerEvent) event).getAddedRMNode();
+        racks.add(n.getRackName());
+        if (engine != null) {
+          engine.report(Event.newBuilder().setTimestampMs(System.currentTimeMillis())
+              .setNodeAdded(NodeAdded.newBuilder().setNodeId(n.getNodeID().toString()).setHost(n.getHostName())
+                  .setRack(n.getRackName()).setTotal(Snapshots.resource(n.getTotalCapability()))).build());
+        }
+        break;
+      }
+      case NODE_REMOVED: {
+        RMNode n = ((NodeRemovedSchedulerEvent) event).getRemovedRMNode();
+        if (engine != null) {
+          engine.forget(n.getNodeID());
+          engine.report(Event.newBuilder().setTimestampMs(System.currentTimeMillis())
+              .setNodeRemoved(NodeRemoved.newBuilder().setNodeId(n.getNodeID().toString())).build());
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
