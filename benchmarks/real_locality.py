@@ -150,6 +150,221 @@ class MiniCluster:
         self._log.close()
 
 
+class DockerLab:
+    """The container cluster of docker/cluster.py behind the methods of LocalityLab that this benchmark calls, so
+    one experiment loop drives both clusters. Jobs are Hadoop's example jobs run with `hadoop jar` in the client
+    container (HiBench's commands, benchmarks/hibench.py, plus one block per input file); map counts come from the
+    MapReduce counters the client prints, job times from the ResourceManager's REST API. There is no per-map
+    ground-truth probe here (LocalityProbe is a test class of the mini cluster): cache locality is the engine's
+    read-level labels (policy_engine.labels), which the mini cluster checks against that probe."""
+
+    POOL = "yarnrl-bench"
+
+    def __init__(self, cluster, job_timeout_s: float = 1800.0):
+        import threading
+
+        self.cluster = cluster
+        self.job_timeout_s = job_timeout_s
+        self._threads: dict[int, tuple[threading.Thread, dict]] = {}
+        self._next = 0
+        self._reduces = 1
+
+    # --------------------------------------------------------------- what LocalityLab answers
+    def nodeRacks(self) -> str:
+        spec = self.cluster.spec
+        return json.dumps({h: spec.rack_of(i) for i, h in enumerate(spec.worker_hosts())})
+
+    def webHdfsUrl(self) -> str:
+        return self.cluster.nn_url
+
+    def sh(self, cmd: list[str], timeout: float = 600.0, check: bool = True) -> tuple[int, str]:
+        return self.cluster.exec(cmd, timeout=timeout, check=check)
+
+    def delete(self, path: str) -> None:
+        self.sh(["hdfs", "dfs", "-rm", "-r", "-f", "-skipTrash", path], timeout=300)
+
+    def _generate(self, cmd: list[str]) -> str:
+        t0 = time.time()
+        rc, out = self.sh(cmd, timeout=self.job_timeout_s, check=False)
+        return json.dumps({"succeeded": rc == 0, "seconds": time.time() - t0,
+                           "output": "" if rc == 0 else "\n".join(out.splitlines()[-15:])})
+
+    def randomText(self, path: str, amount: int, maps: int, block: int) -> str:
+        from cluster import EXAMPLES_JAR
+
+        return self._generate(["hadoop", "jar", EXAMPLES_JAR, "randomtextwriter", "-D", f"dfs.blocksize={block}",
+                               "-D", f"mapreduce.randomtextwriter.totalbytes={amount}", "-D",
+                               f"mapreduce.randomtextwriter.bytespermap={max(1, amount // maps)}", path])
+
+    def teraGen(self, path: str, rows: int, maps: int, block: int) -> str:
+        from cluster import EXAMPLES_JAR
+
+        return self._generate(["hadoop", "jar", EXAMPLES_JAR, "teragen", "-D", f"dfs.blocksize={block}", "-D",
+                               f"mapreduce.job.maps={maps}", str(rows), path])
+
+    def dataFiles(self, path: str) -> list[str]:
+        """The input's data files in MapReduce's task order: longest first, ties in name order."""
+        listing = _http_get_json(f"{self.cluster.nn_url}/webhdfs/v1{path}?op=LISTSTATUS&user.name=root")
+        files = [(f["pathSuffix"], int(f["length"])) for f in listing["FileStatuses"]["FileStatus"]
+                 if f["type"] == "FILE" and not f["pathSuffix"].startswith(("_", "."))]
+        files.sort(key=lambda x: x[0])
+        return [f"{path}/{name}" for name, _ in sorted(files, key=lambda x: -x[1])]
+
+    def cache(self, files: list[str], timeout_s: float = 300.0) -> None:
+        """A cache directive (replication 1) per file; returns once WebHDFS shows every file cached."""
+        self.sh(["hdfs", "cacheadmin", "-addPool", self.POOL], timeout=120, check=False)  # may exist already
+        for f in files:
+            self.sh(["hdfs", "cacheadmin", "-addDirective", "-path", f, "-pool", self.POOL, "-replication", "1"],
+                    timeout=120)
+        until = time.monotonic() + timeout_s
+        while True:
+            missing = [f for f in files if not all(b.get("cachedHosts") for b in self.cluster.block_locations(f))]
+            if not missing:
+                return
+            if time.monotonic() > until:
+                raise RuntimeError(f"not cached after {timeout_s:.0f} s: {missing} (DataNode cache full?)")
+            time.sleep(3)
+
+    def uncacheAll(self) -> None:
+        self.sh(["hdfs", "cacheadmin", "-removePool", self.POOL], timeout=120, check=False)
+
+    def setReduces(self, n: int) -> None:
+        self._reduces = n
+
+    def submit(self, workload: str, inp: str, out: str, tag: str) -> int:
+        import threading
+
+        from cluster import EXAMPLES_JAR
+
+        tags = ["-D", f"mapreduce.job.tags={tag}"]
+        if workload == "wordcount":
+            cmd = ["hadoop", "jar", EXAMPLES_JAR, "wordcount", *tags, "-D", f"mapreduce.job.reduces={self._reduces}",
+                   "-D", "mapreduce.job.inputformat.class=org.apache.hadoop.mapreduce.lib.input.SequenceFileInputFormat",
+                   inp, out]
+        elif workload == "sort":
+            cmd = ["hadoop", "jar", EXAMPLES_JAR, "sort", *tags, "-outKey", "org.apache.hadoop.io.Text",
+                   "-outValue", "org.apache.hadoop.io.Text", "-r", str(self._reduces), inp, out]
+        else:
+            cmd = ["hadoop", "jar", EXAMPLES_JAR, "terasort", *tags, "-D", f"mapreduce.job.reduces={self._reduces}",
+                   inp, out]
+        result: dict = {"submit_ms": int(time.time() * 1000)}
+
+        def run():
+            rc, output = self.sh(cmd, timeout=self.job_timeout_s, check=False)
+            result.update(rc=rc, output=output, finish_ms=int(time.time() * 1000))
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self._next += 1
+        self._threads[self._next] = (t, result)
+        return self._next
+
+    def awaitJob(self, handle: int) -> str:
+        t, r = self._threads.pop(handle)
+        t.join()
+        return json.dumps(docker_job_result(r.get("rc", 1), r.get("output", ""), r["submit_ms"],
+                                            r.get("finish_ms", r["submit_ms"]), self._app_times))
+
+    def _app_times(self, app_id: str) -> dict | None:
+        try:
+            return _http_get_json(f"{self.cluster.rm_url}/ws/v1/cluster/apps/{app_id}")["app"]
+        except Exception:
+            return None
+
+    def pluginMetrics(self) -> str:
+        j = self.cluster.rm_jmx()
+        # LocalityLab's names (snake case) for the RlScheduler bean's counters
+        return json.dumps({re.sub(r"(?<!^)(?=[A-Z])", "_", k).lower(): v for k, v in j.items()
+                           if isinstance(v, (int, float)) and not isinstance(v, bool)})
+
+
+def _http_get_json(url: str, timeout: float = 30.0):
+    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (the cluster's loopback ports)
+        return json.loads(r.read().decode())
+
+
+def mr_counter(output: str, name: str) -> int:
+    """One MapReduce counter from `hadoop jar`'s printed counters (0 when the job did not print it)."""
+    m = re.search(rf"^\s*{re.escape(name)}=(\d+)\s*$", output, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def docker_job_result(rc: int, output: str, submit_ms: int, finish_ms: int, app_times=None) -> dict:
+    """What LocalityLab.awaitJob answers, from a `hadoop jar` run in the client container: success, the map
+    counters, and the job's own start/finish (the ResourceManager's, when `app_times(app id)` answers; else the
+    client's wall clock, which includes the client JVM's start)."""
+    m = re.search(r"Running job: job_(\d+_\d+)", output)
+    app = f"application_{m.group(1)}" if m else ""
+    res = {"succeeded": rc == 0 and "completed successfully" in output, "application_id": app,
+           "TOTAL_LAUNCHED_MAPS": mr_counter(output, "Launched map tasks"),
+           "DATA_LOCAL_MAPS": mr_counter(output, "Data-local map tasks"),
+           "RACK_LOCAL_MAPS": mr_counter(output, "Rack-local map tasks"),
+           "OTHER_LOCAL_MAPS": mr_counter(output, "Other local map tasks"),
+           "submit_ms": submit_ms, "finish_ms": finish_ms, "seconds": (finish_ms - submit_ms) / 1000.0}
+    info = app_times(app) if (app and app_times is not None) else None
+    if info and info.get("finishedTime"):
+        res.update(submit_ms=int(info["startedTime"]), finish_ms=int(info["finishedTime"]),
+                   seconds=int(info["finishedTime"] - info["startedTime"]) / 1000.0)
+    if rc != 0:
+        res["output"] = "\n".join(output.splitlines()[-15:])
+    return res
+
+
+class DockerCluster:
+    """The container cluster under `name`: attached to when it runs, else started (and removed by close())."""
+
+    def __init__(self, name: str, deadline_ms: int):
+        sys.path.insert(0, str(ROOT / "docker"))
+        import cluster as docker_cluster
+
+        try:
+            self.cluster = docker_cluster.Cluster.attach(name)
+            self.started = False
+            log(f"attached to the container cluster {name!r}")
+        except docker_cluster.ClusterError:
+            spec = docker_cluster.ClusterSpec(name=name, engine_deadline_ms=deadline_ms)
+            log(f"starting the container cluster {name!r} (docker/cluster.py; minutes)")
+            self.cluster = docker_cluster.Cluster(spec).up(timeout=900, progress=log)
+            self.started = True
+        if self.cluster.spec.workers != 4:
+            log(f"note: the cluster has {self.cluster.spec.workers} workers; the emulator's prediction assumes 4")
+        self.lab = DockerLab(self.cluster)
+
+    def close(self) -> None:
+        if self.started:
+            self.cluster.down(quiet=True)
+
+
+class DockerEngine:
+    """The engine container restarted with one policy (docker/cluster.py start_engine); same face as Engine."""
+
+    def __init__(self, cluster, policy: str, options: list[str], workdir: Path):
+        settings, args, volumes = [], [], {}
+        it = iter(options)
+        for opt in it:
+            value = next(it)
+            if opt == "--set":
+                key, _, val = value.partition("=")
+                if key == "save_to":  # the learner's table lives on the host, across engine restarts
+                    volumes[str(Path(val).parent.resolve())] = ("/state", "rw")
+                    value = f"save_to=/state/{Path(val).name}"
+                settings.append(value)
+            elif opt == "--model":
+                volumes[str(Path(value).parent.resolve())] = ("/models", "ro")
+                args += ["--model", f"/models/{Path(value).name}"]
+            else:
+                args += [opt, value]
+        self.cluster = cluster
+        cluster.start_engine(policy, settings, args=args, volumes=volumes)
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(self.cluster.metrics_url, timeout=10) as r:  # noqa: S310
+            return r.read().decode()
+
+    def stop(self) -> None:
+        pass  # the next start_engine replaces the container; the last one stays for `make cluster-down`
+
+
 # ---------------------------------------------------------------------------------------------- engine
 
 
@@ -360,7 +575,8 @@ def plot(results: dict, path: Path) -> None:
             err = [exp["policies"][p][m]["std"] for p in names]
             emu = [exp["policies"][p]["emulator"].get(m, {}).get("mean", float("nan")) for p in names]
             x = range(len(names))
-            ax.bar([i - 0.2 for i in x], real, 0.4, yerr=err, label="mini cluster", color="tab:blue")
+            ax.bar([i - 0.2 for i in x], real, 0.4, yerr=err, label=f"{results['cluster']} cluster",
+                   color="tab:blue")
             ax.bar([i + 0.2 for i in x], emu, 0.4, label="emulator", color="tab:gray")
             ax.set_xticks(list(x), names)
             ax.set_title(f"{key}: {label}", fontsize=9)
@@ -392,6 +608,34 @@ def print_table(key: str, exp: dict) -> None:
             f"{p['engine_labels']['cl']:>5}/{p['read']['CL']:<5}")
 
 
+def plugin_cell(plugin: dict | None) -> str:
+    if not plugin:
+        return "-"
+    return (f"{plugin.get('engine_containers', 0)} / {plugin.get('native_containers', 0)}, "
+            f"{plugin.get('fallbacks', 0)} ({plugin.get('fallbacks_timeout', 0)} deadline)")
+
+
+def markdown_table(key: str, exp: dict) -> str:
+    """One experiment as the Markdown table benchmarks/README.md shows (emulator prediction in brackets)."""
+    rows = [f"**{key}** ({exp['runs']} runs x {exp['jobs']} concurrent jobs x {exp['maps']} maps; "
+            f"{exp['cached_files']}/{exp['files']} input files cached; emulator prediction in brackets)", "",
+            "| policy | local-task rate | cache locality | data-local / rack-local / off-switch maps | mean job time (s) "
+            "| makespan (s) | decision latency p50 / p99 (ms), calls | engine-placed / native containers, fallbacks "
+            "| engine CL labels / maps' own CL |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name, p in exp["policies"].items():
+        e, lat = p["emulator"], p["decision_latency_ms"]
+        rows.append(
+            f"| {name} | {fmt(p['local_task_rate'], 2)} [{e['local_task_rate']['mean']:.2f}] "
+            f"| {fmt(p['cache_locality'], 2)} [{e['cache_locality']['mean']:.2f}] "
+            f"| {p['data_local_maps']} / {p['rack_local_maps']} / {p['off_switch_maps']} "
+            f"| {fmt(p['job_time_s'], 1)} [{e['job_time_s']['mean']:.1f}] "
+            f"| {fmt(p['makespan_s'], 1)} [{e['makespan_s']['mean']:.1f}] "
+            f"| {lat['p50']:.2f} / {lat['p99']:.2f}, {int(lat['count'])} "
+            f"| {plugin_cell(p.get('plugin'))} | {p['engine_labels']['cl']} / {p['read']['CL']} |")
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
@@ -400,7 +644,9 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--cluster", choices=("mini", "docker"), default="mini",
                    help="mini: MiniDFSCluster + MiniYARNCluster in one JVM driven over py4j (default); docker: the "
-                        "container cluster (not available yet)")
+                        "container cluster of docker/cluster.py (4 workers in 2 racks; attached to when running "
+                        "under --docker-name, else started and removed again)")
+    p.add_argument("--docker-name", default="yarnrl", help="the container cluster's name (default %(default)s)")
     p.add_argument("--policies", default=",".join(POLICIES), help="comma-separated (default %(default)s)")
     p.add_argument("--workloads", default="wordcount", help="wordcount,sort,terasort (default %(default)s)")
     p.add_argument("--sizes", default="tiny", help="HiBench sizes: tiny,small (default %(default)s)")
@@ -416,15 +662,14 @@ def main(argv=None) -> int:
     p.add_argument("--policy-set", action="append", default=[], metavar="POLICY:KEY=VALUE",
                    help="a policy option, repeatable (e.g. delay:node_locality_delay=10)")
     p.add_argument("--deadline-ms", type=int, default=50, help="RlScheduler's per-call deadline (default 50)")
+    p.add_argument("--engine-settle-s", type=float, default=3.0,
+                   help="seconds between an engine's start and the first job, for the plugin to reconnect (default 3)")
     p.add_argument("--emulator-episodes", type=int, default=5, help="emulator episodes per prediction (default 5)")
     p.add_argument("--out", type=Path, default=RESULTS, help=f"results directory (default {RESULTS})")
     p.add_argument("--workdir", type=Path, default=TARGET / "real-locality",
                    help="mini cluster and logs (default yarn_plugin/target/real-locality)")
     args = p.parse_args(argv)
 
-    if args.cluster == "docker":
-        raise SystemExit("real_locality: --cluster docker is not available yet: this benchmark does not yet run its "
-                         "jobs and probes on the container cluster (docker/); use --cluster mini")
     policies = [x for x in args.policies.split(",") if x]
     workloads = [x for x in args.workloads.split(",") if x]
     sizes = [x for x in args.sizes.split(",") if x]
@@ -456,7 +701,8 @@ def main(argv=None) -> int:
             p.error(f"--policy-set takes POLICY:KEY=VALUE for a chosen policy, got {item!r}")
         options[name] += ["--set", kv]
 
-    build_plugin()
+    if args.cluster == "mini":
+        build_plugin()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.workdir.exists():
         shutil.rmtree(args.workdir)
@@ -467,36 +713,63 @@ def main(argv=None) -> int:
         # online learning continues across runs and experiments: each engine restart resumes this table
         options["clqlmrs"] += ["--set", f"save_to={args.workdir / 'clqlmrs-online.safetensors'}"]
 
+    stamp = "-".join([*(["docker"] if args.cluster == "docker" else []), *workloads, *sizes, f"r{args.runs}"])
     port, metrics_port = free_port(), free_port()
     t_start = time.perf_counter()
-    log(f"starting the mini cluster (engine address 127.0.0.1:{port}); JVM log {args.workdir / 'jvm.log'}")
-    cluster = MiniCluster(args.workdir, f"127.0.0.1:{port}", args.deadline_ms)
-    lab = cluster.lab
-    results: dict = {"cluster": "mini", "runs": args.runs, "jobs": args.jobs, "maps": args.maps,
+    if args.cluster == "mini":
+        log(f"starting the mini cluster (engine address 127.0.0.1:{port}); JVM log {args.workdir / 'jvm.log'}")
+        cluster = MiniCluster(args.workdir, f"127.0.0.1:{port}", args.deadline_ms)
+        lab = cluster.lab
+
+        def start_engine(name: str):
+            return Engine(name, port, metrics_port, lab.webHdfsUrl(), args.workdir / f"engine-{name}.log",
+                          options[name])
+    else:
+        cluster = DockerCluster(args.docker_name, args.deadline_ms)
+        lab = cluster.lab
+
+        def start_engine(name: str):
+            return DockerEngine(cluster.cluster, name, options[name], args.workdir)
+    results: dict = {"cluster": args.cluster, "runs": args.runs, "jobs": args.jobs, "maps": args.maps,
                      "cached_share": args.cached_share, "node_racks": json.loads(lab.nodeRacks()),
                      "clqlmrs_model": args.clqlmrs_model, "experiments": {}}
-    log(f"mini cluster up in {time.perf_counter() - t_start:.0f} s: {results['node_racks']}")
+    log(f"{args.cluster} cluster up in {time.perf_counter() - t_start:.0f} s: {results['node_racks']}")
     try:
         from tqdm import tqdm
 
         total = len(workloads) * len(sizes) * args.runs * len(policies)
         bar = tqdm(total=total, desc="policy runs", unit="run", file=sys.stderr)
-        for workload in workloads:
-            for size in sizes:
+        for size in sizes:  # every workload at the smaller size first: a run cut short has the whole small table
+            for workload in workloads:
                 key = f"{workload}-{size}"
                 data = prepare(lab, workload, size, args.maps, args.cached_share)
                 per_policy: dict[str, dict] = {name: {"runs": [], "latency": [], "labels": {}} for name in policies}
                 for run in range(args.runs):
                     order = policies[run % len(policies):] + policies[:run % len(policies)]
                     for name in order:
-                        engine = Engine(name, port, metrics_port, lab.webHdfsUrl(), args.workdir / f"engine-{name}.log",
-                                        options[name])
+                        before = json.loads(lab.pluginMetrics())
+                        engine = start_engine(name)
+                        # the plugin's channel to the previous engine broke when it stopped; its reconnect back-off
+                        # (~1 s) would answer the first heartbeats UNAVAILABLE (native placement) without a pause
+                        time.sleep(args.engine_settle_s)
                         try:
                             rs = run_policy(lab, data, workload, args.jobs, args.interarrival_s, f"{name}-{run}")
                             text = engine.metrics()
                         finally:
                             engine.stop()
                         summary = summarize_run(rs)
+                        after = json.loads(lab.pluginMetrics())
+                        # the plugin's counters over this policy's run: how much of it the engine really placed
+                        summary["plugin"] = {k: after[k] - before.get(k, 0) for k in after
+                                             if isinstance(after[k], (int, float)) and k.startswith(
+                                                 ("engine_", "native_", "fallbacks"))}
+                        if not sum(summary["read"].values()):  # no per-map probe (docker): the engine's labels
+                            run_labels = {re.search(r'state="(\w+)"', k).group(1): int(v) for k, v in
+                                          metric_values(text, "yarnrl_map_containers_read_total").items()}
+                            summary["read"] = {st: run_labels.get(st.lower(), 0) for st in STATES}
+                            labelled = sum(summary["read"].values())
+                            summary["cache_locality"] = (summary["read"]["CL"] / labelled if labelled
+                                                         else float("nan"))
                         summary["jobs"] = rs
                         per_policy[name]["runs"].append(summary)
                         per_policy[name]["latency"] = merge_buckets(
@@ -506,6 +779,11 @@ def main(argv=None) -> int:
                             st = re.search(r'state="(\w+)"', labels).group(1)
                             per_policy[name]["labels"][st] = per_policy[name]["labels"].get(st, 0) + int(v)
                         bar.update(1)
+                        # each policy run as it ends, so a run cut short keeps what it measured
+                        (args.out / f"real_locality-{stamp}.json").write_text(json.dumps(
+                            {**results, "partial": True, "in_progress": {key: {
+                                n: [{k: v for k, v in r.items() if k != "jobs"} for r in pp["runs"]]
+                                for n, pp in per_policy.items()}}}, indent=1))
                         bar.set_postfix_str(f"{key} {name}: local {summary['local_task_rate']:.2f} cache "
                                             f"{summary['cache_locality']:.2f} job {summary['job_time_s']:.1f}s")
                 params = emulator_params(workload, args.maps, len(data["cached_files"]) / max(len(data["files"]), 1),
@@ -527,6 +805,7 @@ def main(argv=None) -> int:
                         "read": {s: sum(r["read"][s] for r in runs) for s in STATES},
                         "engine_labels": {s: per_policy[name]["labels"].get(s, 0)
                                           for s in ("cl", "dl", "crl", "drl", "no")},
+                        "plugin": {k: sum(r["plugin"].get(k, 0) for r in runs) for k in runs[0]["plugin"]},
                         "decision_latency_ms": {"p50": quantile(lat, 0.5) * 1000, "p99": quantile(lat, 0.99) * 1000,
                                                 "count": lat[-1][1] if lat else 0},
                         "emulator": emulator_prediction(name, workload, params, args.emulator_episodes,
@@ -535,6 +814,10 @@ def main(argv=None) -> int:
                     }
                 results["experiments"][key] = exp
                 print_table(key, exp)
+                log("\n" + markdown_table(key, exp))
+                # what is done so far survives a run cut short (the file is rewritten whole at the end)
+                (args.out / f"real_locality-{stamp}.json").write_text(json.dumps({**results, "partial": True},
+                                                                                 indent=1))
                 lab.uncacheAll()
                 lab.delete(data["base"])
         bar.close()
@@ -542,14 +825,13 @@ def main(argv=None) -> int:
     finally:
         cluster.close()
     results["seconds"] = time.perf_counter() - t_start
-    stamp = "-".join([*workloads, *sizes, f"r{args.runs}"])
     (args.out / f"real_locality-{stamp}.json").write_text(json.dumps(results, indent=1))
     png = args.out / f"real_locality-{stamp}.png"
     plot(results, png)
     log(f"\nplugin: {results['plugin']}")
     log(f"wrote {args.out / f'real_locality-{stamp}.json'} and {png} ({results['seconds'] / 60:.1f} min)")
     # the issue's JSON: per policy over every experiment run (the first experiment when there is one)
-    summary = {"cluster": "mini", "runs": args.runs, "policies": {}}
+    summary = {"cluster": args.cluster, "runs": args.runs, "policies": {}}
     first = next(iter(results["experiments"].values()))
     for name in policies:
         pol = first["policies"][name]

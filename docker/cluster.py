@@ -242,7 +242,8 @@ class Cluster:
         }
 
     def _start(self, role: str, image: str, command: list[str], ports: dict[int, int | None],
-               labels: dict[str, str] | None = None, env: dict[str, str] | None = None):
+               labels: dict[str, str] | None = None, env: dict[str, str] | None = None,
+               volumes: dict[str, tuple[str, str]] | None = None):
         from docker.types import EndpointConfig
         from testcontainers.core.container import DockerContainer
 
@@ -254,6 +255,8 @@ class Cluster:
         for container_port, host_port in ports.items():
             # published on loopback only (with_bind_ports takes no host address)
             c.ports[container_port] = ("127.0.0.1", host_port)
+        for host_path, (container_path, mode) in (volumes or {}).items():
+            c.with_volume_mapping(host_path, container_path, mode)
         api_version = self.client.api.api_version
         c.with_kwargs(
             hostname=role,
@@ -270,8 +273,11 @@ class Cluster:
         return c
 
     def start_engine(self, policy: str, settings: list[str] | None = None, wait: bool = True,
-                     timeout: float = 60.0) -> None:
-        """(Re)start the engine container with a policy; the ResourceManager reconnects to the same address."""
+                     timeout: float = 60.0, args: list[str] | None = None,
+                     volumes: dict[str, tuple[str, str]] | None = None) -> None:
+        """(Re)start the engine container with a policy; the ResourceManager reconnects to the same address.
+        `args`: more `serve` arguments (`--model /models/x.safetensors`); `volumes`: host path -> (container path,
+        "ro" | "rw"), for model files and a learner's save_to directory."""
         import docker
 
         try:
@@ -282,11 +288,12 @@ class Cluster:
                str(ENGINE_METRICS_PORT), "--policy", policy, "--webhdfs", f"http://nn:{NN_HTTP_PORT}", "-v"]
         for kv in settings or []:
             cmd += ["--set", kv]
+        cmd += list(args or [])
         s = self.spec
         self._start("engine", images.ENGINE_IMAGE, cmd,
                     {ENGINE_GRPC_PORT: s.grpc_port, ENGINE_METRICS_PORT: s.metrics_port},
                     labels={LABEL_POLICY: policy, LABEL_POLICY + ".settings": json.dumps(list(settings or []))},
-                    env={})
+                    env={}, volumes=volumes)
         self.spec.policy, self.spec.policy_settings = policy, list(settings or [])
         if wait:
             self._wait(lambda: self._engine_serving(), timeout, "the engine to serve", ["engine"])

@@ -164,6 +164,17 @@ class BlockLocator:
         self._pool.submit(self._lookup_in_background, path)
         return blocks
 
+    def blocks_of(self, paths) -> tuple[BlockInfo, ...] | None:
+        """The blocks of all `paths` from the cache (lookups of missing ones start in the background), None
+        unless every path is known: never blocks (policy_engine.labels builds late ledgers with it)."""
+        blocks: list[BlockInfo] = []
+        for path in paths:
+            found = self.cached(path)
+            if not found:
+                return None
+            blocks.extend(found)
+        return tuple(blocks)
+
     def annotate(self, obs: ScheduleObservation) -> None:
         """Attach input blocks to every ask whose job names input paths but has no blocks."""
         for ask in obs.asks:

@@ -46,10 +46,13 @@ class Learner(Protocol):
 class LearningLoop:
     """`threaded`: the learner runs in its own thread. Decisions are appended to a deque (no lock, no wake-up:
     the cheapest thing a decision can do) and the thread takes them in batches every `poll_s`; a Report batch
-    wakes it at once, since its caller may be waiting for it."""
+    wakes it at once, since its caller may be waiting for it. Decisions only matter to the learner once their
+    Report comes, so `poll_s` is long (0.25 s): a thread that woke every few milliseconds took the GIL from the
+    gRPC loop as often, and on an oversubscribed machine (the learner thread descheduled while holding it) that
+    stalled Schedule calls past the plugin's deadline."""
 
     def __init__(self, learner: Learner, capacity: int = DEFAULT_CAPACITY, threaded: bool = True,
-                 on_drop: Callable[[str], None] | None = None, poll_s: float = 0.005):
+                 on_drop: Callable[[str], None] | None = None, poll_s: float = 0.25):
         if capacity < 1:
             raise ValueError(f"learning queue capacity must be >= 1, not {capacity}")
         self.learner = learner

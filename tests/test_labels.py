@@ -130,3 +130,127 @@ def test_engine_relabels_events_before_learners_see_them():
     engine.report([started("c1", "n1")])
     assert seen == [Locality.CACHE_LOCAL]  # n1: part-1 (task 0) has no replica there; part-0 is cached on n1
     assert labeler.labelled["cl"] == 1
+
+
+def _unlabelled_labeler(blocks_known: bool) -> tuple[LocalityLabeler, list]:
+    """A labeler whose blocks come from a locator-like cache that answers only once `blocks_known[0]`."""
+    known = [blocks_known]
+    calls = []
+
+    def blocks_of(paths):
+        calls.append(paths)
+        return BLOCKS if known[0] and paths == ("/in",) else None
+
+    labeler = LocalityLabeler(blocks_of=blocks_of)
+    for h, r in RACK.items():
+        labeler.label(NodeAdded(node_id=f"{h}:8041", host=h, rack=r))
+    labeler._known = known  # the test flips it when "WebHDFS answers"
+    return labeler, calls
+
+
+def test_native_map_containers_are_labelled_when_the_maps_ask_went_by_before_its_blocks():
+    # the map ask is observed while WebHDFS has not answered yet (no blocks), and FIFO places every map at once;
+    # the blocks arrive before the containers' ContainerStarted: the ledger is built then, from the locator
+    labeler, calls = _unlabelled_labeler(False)
+    ask = maps_ask()
+    ask.job = JobMetadata(input_paths=("/in",))
+    labeler.annotate(observe(node("n1"), [ask]))
+    labeler._known[0] = True
+    assert labelled(labeler, started("c1", "n3")) == (Locality.NODE_LOCAL, None, "/in/part-1@0")
+    assert labelled(labeler, started("c2", "n1")) == (Locality.CACHE_LOCAL, None, "/in/part-0@0")
+    assert calls == [("/in",)]  # built once, then the ledger is used
+    assert labeler.labelled == {"cl": 1, "dl": 1, "crl": 0, "drl": 0, "no": 0}
+
+
+def test_native_map_containers_of_asks_never_observed_are_labelled_by_priority():
+    # the engine saw only the ApplicationMaster's ask (it names the input too); the map asks were placed
+    # natively (deadline misses) and never observed: map containers are told apart by MapReduce's map priority
+    labeler, _ = _unlabelled_labeler(True)
+    am_ask = Ask("app1_01/0/0", application_id="app1", priority=0, resource=Resource(1024, 1), num_containers=1,
+                 job=JobMetadata(input_paths=("/in",)))
+    labeler.annotate(observe(node("n2"), [am_ask]))
+    assert labelled(labeler, started("am", "n2", ask_id="app1_01/0/0", locality=Locality.OFF_SWITCH)) == (
+        Locality.OFF_SWITCH, None, "")
+    assert labelled(labeler, started("c1", "n1", ask_id="app1_01/20/0")) == (Locality.CACHE_LOCAL, None,
+                                                                            "/in/part-0@0")
+    # a reduce (priority 10, never observed either) keeps the plugin's label and consumes no block
+    assert labelled(labeler, started("r1", "n4", ask_id="app1_01/10/0", locality=Locality.OFF_SWITCH)) == (
+        Locality.OFF_SWITCH, None, "")
+    assert labelled(labeler, started("c2", "n4", ask_id="app1_01/20/0")) == (Locality.CACHE_LOCAL, None,
+                                                                            "/in/part-2@0")
+    assert labeler.labelled == {"cl": 2, "dl": 0, "crl": 0, "drl": 0, "no": 0}
+
+
+def test_no_label_without_blocks_and_an_application_the_engine_never_saw():
+    labeler, _ = _unlabelled_labeler(False)
+    assert labelled(labeler, started("c1", "n1")) == (Locality.NODE_LOCAL, None, "")
+    labeler.annotate(observe(node("n1"), [Ask("app1_01/20/0", application_id="app1", num_containers=4,
+                                              locality=maps_ask().locality, job=JobMetadata(input_paths=("/in",)))]))
+    assert labelled(labeler, started("c2", "n1")) == (Locality.NODE_LOCAL, None, "")  # blocks still unknown
+    assert sum(labeler.labelled.values()) == 0
+
+
+def _window_labeler() -> LocalityLabeler:
+    labeler = seeded_labeler()
+    labeler.label(NodeAdded(node_id="n6:8041", host="n6", rack="/r1"))  # a host with no replica, in /r1
+    return labeler
+
+
+def _at(ev, ms: int):
+    ev.timestamp_ms = ms
+    return ev
+
+
+def test_containers_of_one_allocate_window_get_the_application_masters_three_passes():
+    # A (n6, /r1: nothing on the host) then B (n3) in one AM heartbeat: the AM gives B its host-local part-1
+    # first, then A a rack-local map (part-0, cached on n1 in /r1: CRL). One at a time A would have taken part-1.
+    labeler = _window_labeler()
+    assert labelled(labeler, _at(started("a", "n6", locality=Locality.RACK_LOCAL), 10_000)) == (
+        Locality.RACK_LOCAL, False, "/in/part-1@0")  # alone so far
+    assert labelled(labeler, _at(started("b", "n3"), 10_400)) == (Locality.NODE_LOCAL, None, "/in/part-1@0")
+    # A's label is corrected: what its ContainerFinished carries, and the counts
+    fin = ContainerFinished(container_id="a", application_id="app1", locality=Locality.RACK_LOCAL)
+    assert labelled(labeler, fin) == (Locality.RACK_LOCAL, True, "/in/part-0@0")
+    assert labeler.labelled == {"cl": 0, "dl": 1, "crl": 1, "drl": 0, "no": 0}
+    # the next window starts from what this one consumed: n3 has nothing local left (part-1 and part-0 are gone)
+    assert labelled(labeler, _at(started("c", "n3", locality=Locality.RACK_LOCAL), 12_000)) == (
+        Locality.RACK_LOCAL, True, "/in/part-2@0")
+
+
+def test_containers_of_different_allocate_windows_are_labelled_one_at_a_time():
+    labeler = _window_labeler()
+    assert labelled(labeler, _at(started("a", "n6", locality=Locality.RACK_LOCAL), 10_000)) == (
+        Locality.RACK_LOCAL, False, "/in/part-1@0")
+    assert labelled(labeler, _at(started("b", "n3"), 11_500)) == (Locality.NODE_LOCAL, None, "/in/part-0@0")
+    assert labeler.labelled == {"cl": 0, "dl": 1, "crl": 0, "drl": 1, "no": 0}
+
+
+def test_label_counts_are_exported_and_corrected(tmp_path):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry()
+    labeler = LocalityLabeler(registry=registry)
+    for h, r in {**RACK, "n6": "/r1"}.items():
+        labeler.label(NodeAdded(node_id=f"{h}:8041", host=h, rack=r))
+    labeler.annotate(observe(node("n1"), [maps_ask()]))
+    labeler.label(_at(started("a", "n6"), 10_000))
+    labeler.label(_at(started("b", "n3"), 10_400))
+    text = generate_latest(registry).decode()
+    assert 'yarnrl_map_containers_read_total{state="crl"} 1.0' in text
+    assert 'yarnrl_map_containers_read_total{state="drl"} 0.0' in text
+    assert 'yarnrl_map_containers_read_total{state="dl"} 1.0' in text
+
+
+def test_a_container_released_unused_gives_its_block_back():
+    labeler = _window_labeler()
+    assert labelled(labeler, _at(started("a", "n3"), 10_000)) == (Locality.NODE_LOCAL, None, "/in/part-1@0")
+    # the AM did not need it: released before it ran a task (ContainerExitStatus.ABORTED)
+    fin = ContainerFinished(container_id="a", application_id="app1", locality=Locality.NODE_LOCAL, exit_status=-100)
+    assert labelled(labeler, fin) == (Locality.NODE_LOCAL, None, "")
+    assert labeler.labelled == {"cl": 0, "dl": 0, "crl": 0, "drl": 0, "no": 0}
+    # part-1 is pending again: the next container on n3, in a later window, runs it
+    assert labelled(labeler, _at(started("b", "n3"), 20_000)) == (Locality.NODE_LOCAL, None, "/in/part-1@0")
+    # a map that ran keeps its label when it finishes
+    fin = ContainerFinished(container_id="b", application_id="app1", locality=Locality.NODE_LOCAL, exit_status=0)
+    assert labelled(labeler, fin) == (Locality.NODE_LOCAL, None, "/in/part-1@0")
+    assert labeler.labelled["dl"] == 1

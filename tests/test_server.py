@@ -19,6 +19,7 @@ from policy_engine.codec import encode_schedule
 from policy_engine.engine import Engine
 from policy_engine.policy import create
 from policy_engine.proto import SERVICE_NAME, pb
+from policy_engine.types import Locality
 
 
 def free_port() -> int:
@@ -205,6 +206,23 @@ def test_info_reports_how_many_asks_carried_block_locations(engine_factory):
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout.strip().splitlines()[-1])
     assert (d["asks_total"], d["asks_with_blocks"]) == (2, 1)
+
+
+def test_warm_up_runs_the_decision_path_without_touching_engine_state():
+    from policy_engine.server import warm_up, warm_up_observation
+
+    for name in ("fifo", "delay", "acl", "clqlmrs"):
+        policy = create(name)
+        engine = Engine(policy, learning="inline")
+        learner = engine.attach_learner()
+        assert warm_up(policy) > 0
+        assert engine.asks_seen == 0
+        if learner is not None:
+            assert learner.updates == 0 and not learner.jobs
+        # the made-up heartbeat is one a policy can place on: the cached block's host gets a map container
+        placed = {a.ask_id: a.locality for a in policy.schedule(warm_up_observation()).assignments}
+        if name != "delay":
+            assert placed.get("warm-up/20/0") == Locality.CACHE_LOCAL, name
 
 
 def test_capacity_scheduler_fields_are_accepted_and_do_not_change_the_decision(fifo):

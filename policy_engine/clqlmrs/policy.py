@@ -50,7 +50,6 @@ from policy_engine.clqlmrs.encoding import (
     placement,
     read_locality,
     rng_for,
-    state_counts,
 )
 from policy_engine.clqlmrs.model import ClqlmrsModel, ModelView
 from policy_engine.locality import AskOnNode, add_assignment, place
@@ -66,7 +65,18 @@ class _Candidate:
     view: AskOnNode
     cached: float
     n_tasks: int
-    counts: np.ndarray  # the job's pending blocks on this node by state, minus those launched this heartbeat
+    counts: list[int]  # the job's pending blocks on this node by state, minus those launched this heartbeat
+
+
+def _state_counts(ask, node) -> list[int]:
+    """features.locality.state_counts as a list: numpy costs more than it saves on a job's few blocks, and this
+    runs for every map ask of every heartbeat."""
+    counts = [0, 0, 0, 0, 0]
+    job = ask.job
+    if job is not None:
+        for b in job.input_blocks:
+            counts[read_locality(b, node)] += 1
+    return counts
 
 
 @register(POLICY_NAME, "CLQLMRS: SARSA Q-learning on cache / data / rack locality per heartbeat, learns online "
@@ -146,7 +156,7 @@ class ClqlmrsPolicy(Policy):
             counts = AskOnNode(ask, node)
             if has_locality_preference(ask):
                 n_tasks = max(len(ask.job.input_blocks) if ask.job is not None else 0, ask.num_containers)
-                learned.append(_Candidate(ask, counts, cached_fraction(ask), n_tasks, state_counts(ask, node)))
+                learned.append(_Candidate(ask, counts, cached_fraction(ask), n_tasks, _state_counts(ask, node)))
                 continue
             free, _ = place(out, counts, free)  # no input to be local to: FIFO's placement
         rng = rng_for(self.config.seed, obs) if view.epsilon > 0 else None
