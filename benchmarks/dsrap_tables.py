@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from emulator.drivers import make_driver  # noqa: E402
 from emulator.dsrap.config import TASK_TYPES  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402
+from policy_engine.artifact import save_artifact  # noqa: E402
 
 APPROACHES = ("greedy", "fdl", "sdl", "bdl", "centralized")
 LABELS = {"greedy": "Greedy", "fdl": "FDL", "sdl": "SDL", "bdl": "BDL", "centralized": "Centralized"}
@@ -54,7 +55,17 @@ PAPER_ABANDONED = {
 ABANDONED_KEYS = [f"abandoned_{t.replace('-', '_')}" for t in TASK_TYPES] + ["abandoned_total"]
 
 
-def run_one(load: str, approach: str, episodes: int, seed: int, steps: int, window: int, every: int) -> dict:
+def save_tables(path: Path, policy, sc, seed: int, steps: int, metrics: dict) -> None:
+    """The tables a learning approach ended an episode with, as a checksummed model artifact (`--model PATH` starts
+    every episode from them)."""
+    save_artifact(path, policy.tables.to_tensors(), {
+        "policy": policy.name, "scenario": sc.name, "params": sc.describe(), "settings": policy.settings.as_dict(),
+        "seed": seed, "option_seed": policy.seed, "steps": steps, "metrics": metrics,
+        "command": " ".join(sys.argv)})
+
+
+def run_one(load: str, approach: str, episodes: int, seed: int, steps: int, window: int, every: int,
+            models: Path | None = None) -> dict:
     sc = get_scenario(f"dsrap-{load}", steps=steps, window=window, curve_every=every)
     runs = []
     t0 = time.time()
@@ -71,6 +82,10 @@ def run_one(load: str, approach: str, episodes: int, seed: int, steps: int, wind
             result = sc.play(driver, seed + ep, progress)
             bar.close()
             runs.append({"metrics": result.metrics(), "curve": result.curve, "rejected": result.rejected})
+            policy = driver.engine.policy
+            if models is not None and getattr(policy, "tables", None) is not None and ep == episodes - 1:
+                save_tables(models / f"dsrap-{approach}-{load}.safetensors", policy, sc, seed + ep, steps,
+                            result.metrics())
     return {"load": load, "approach": approach, "episodes": episodes, "seed": seed, "steps": steps, "window": window,
             "curve_every": every, "seconds": time.time() - t0, "params": sc.describe(), "runs": runs}
 
@@ -148,6 +163,24 @@ def plot(load: str, runs: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
+def combine(dirs: list[Path], out: Path, loads: list[str], approaches: list[str]) -> None:
+    """Join single-seed runs saved by parallel processes into one run per (load, approach)."""
+    for load in loads:
+        for a in approaches:
+            parts = sorted((json.loads(f.read_text()) for d in dirs if (f := d / "runs" / f"{load}-{a}.json").exists()),
+                           key=lambda r: r["seed"])
+            if not parts:
+                continue
+            if len({(r["steps"], r["window"]) for r in parts}) > 1:
+                raise SystemExit(f"--combine: {load} {a}: runs of different lengths")
+            seeds = [r["seed"] + i for r in parts for i in range(r["episodes"])]
+            if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
+                raise SystemExit(f"--combine: {load} {a}: seeds {seeds} are not consecutive")
+            joined = {**parts[0], "episodes": len(seeds), "seconds": sum(r["seconds"] for r in parts),
+                      "runs": [x for r in parts for x in r["runs"]]}
+            (out / "runs" / f"{load}-{a}.json").write_text(json.dumps(joined))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--episodes", type=int, default=1, help="seeded episodes per approach and load (default 1)")
@@ -158,6 +191,12 @@ def main(argv=None) -> int:
     p.add_argument("--loads", default="light,heavy")
     p.add_argument("--approaches", default=",".join(APPROACHES))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dsrap"))
+    p.add_argument("--models", default=str(ROOT / "models"),
+                   help="where the learning approaches' final tables go (dsrap-APPROACH-LOAD.safetensors); "
+                        "'' saves none")
+    p.add_argument("--combine", default="",
+                   help="comma-separated OUT directories of runs with other seeds (parallel processes): their saved "
+                        "runs are joined, in seed order, into OUT/runs before the tables are built")
     p.add_argument("--saved-only", action="store_true",
                    help="build the tables and figures from the runs already saved under OUT/runs; run nothing")
     args = p.parse_args(argv)
@@ -165,6 +204,8 @@ def main(argv=None) -> int:
     (out / "runs").mkdir(parents=True, exist_ok=True)
     loads = [x for x in args.loads.split(",") if x]
     approaches = [x for x in args.approaches.split(",") if x]
+    if args.combine:
+        combine([Path(d) for d in args.combine.split(",") if d], out, loads, approaches)
     runs: dict[str, dict[str, dict]] = {}
     for load in loads:
         runs[load] = {}
@@ -178,7 +219,8 @@ def main(argv=None) -> int:
                     continue
             if args.saved_only:
                 continue
-            runs[load][a] = run_one(load, a, args.episodes, args.seed, args.steps, args.window, args.curve_every)
+            runs[load][a] = run_one(load, a, args.episodes, args.seed, args.steps, args.window, args.curve_every,
+                                    Path(args.models) if args.models else None)
             tmp = f.with_suffix(".tmp")
             tmp.write_text(json.dumps(runs[load][a]))
             tmp.replace(f)

@@ -11,6 +11,10 @@ import signal
 import subprocess
 import sys
 
+# gRPC core's own log lines (a failed TLS handshake is logged at INFO by some builds) would come before our one line
+# on stderr; ERROR keeps its real failures. Set before grpc is first imported; an explicit setting wins.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
 from policy_engine import PROTOCOL_VERSION, __version__
 from policy_engine.command import (DEBUG_ENV, CommandFailed, OneLineParser, UsageError, add_debug_flag,
                                    existing_file, one_line, positive, run_main)
@@ -129,7 +133,12 @@ def cmd_serve(args) -> int:
         import policy_engine.decision_log  # noqa: F401  (a missing pyarrow is one line naming the extra, here)
     if args.webhdfs is not None:
         import policy_engine.hdfs  # noqa: F401  (fails here, with the extra to install, before anything starts)
-    policy = build_policy(args.policy, args.model, parse_options(args.set))
+    security = server_security(args)
+    if args.watch and args.model is None:
+        raise UsageError("--watch reloads the --model file; give --model PATH")
+    positive("--watch-interval", args.watch_interval)
+    options = parse_options(args.set)
+    policy = build_policy(args.policy, args.model, options)
     if args.workers < 1:
         raise UsageError(f"--workers must be >= 1, not {args.workers}")
     workers: list[subprocess.Popen] = []
@@ -154,7 +163,11 @@ def cmd_serve(args) -> int:
         asyncio.run(serve(policy, host=args.host, port=args.port, metrics_port=args.metrics_port,
                           grace_s=args.grace, webhdfs=args.webhdfs, webhdfs_ttl_s=args.webhdfs_ttl,
                           label_locality=args.label_locality, decision_log=args.decision_log,
-                          log_rotate_mb=args.log_rotate_mb, reuse_port=args.workers > 1 or args.reuse_port))
+                          log_rotate_mb=args.log_rotate_mb, reuse_port=args.workers > 1 or args.reuse_port,
+                          security=security, model_path=args.model,
+                          rebuild=lambda path: build_policy(args.policy, path, options),
+                          watch_s=args.watch_interval if args.watch else None,
+                          forward_sighup=tuple(w.pid for w in workers)))
     except OSError as e:
         raise CommandFailed(f"cannot serve: {e}") from None
     finally:
@@ -192,9 +205,43 @@ def _start_worker(args, i: int) -> subprocess.Popen:
         cmd += ["--decision-log", args.decision_log]
         if args.log_rotate_mb:
             cmd += ["--log-rotate-mb", str(args.log_rotate_mb)]
+    for flag in ("tls_cert", "tls_key", "tls_client_ca", "token_file"):
+        if getattr(args, flag):
+            cmd += ["--" + flag.replace("_", "-"), getattr(args, flag)]
+    if args.watch:
+        cmd += ["--watch", "--watch-interval", str(args.watch_interval)]
     if args.verbose:
         cmd.append("--verbose")
     return subprocess.Popen(cmd, env=_child_env())
+
+
+def server_security(args):
+    """--tls-* and --token-file, checked now (files exist, PEM parses, key matches, not expired, token not empty)."""
+    from policy_engine.security import SecurityConfigError, ServerSecurity
+
+    for flag in ("tls_cert", "tls_key", "tls_client_ca", "token_file"):
+        existing_file(getattr(args, flag), "--" + flag.replace("_", "-"))
+    try:
+        return ServerSecurity.from_files(args.tls_cert, args.tls_key, args.tls_client_ca, args.token_file)
+    except SecurityConfigError as e:
+        raise UsageError(str(e)) from None
+
+
+def client_security(args):
+    """The `info` command's --tls-ca / --tls-cert / --tls-key / --token-file / --tls-server-name."""
+    from policy_engine.security import ClientSecurity, SecurityConfigError
+
+    for flag in ("tls_ca", "tls_cert", "tls_key", "token_file"):
+        existing_file(getattr(args, flag), "--" + flag.replace("_", "-"))
+    try:
+        sec = ClientSecurity(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key, token_file=args.token_file,
+                             server_name=args.tls_server_name)
+        sec.bearer()
+        if sec.tls:
+            sec.channel_credentials()
+        return sec
+    except SecurityConfigError as e:
+        raise UsageError(str(e)) from None
 
 
 def cmd_policies(args) -> int:
@@ -222,13 +269,20 @@ def cmd_info(args) -> int:
 
     check_target(args.target)
     positive("--timeout", args.timeout)
-    with PolicyEngineClient(args.target, timeout=args.timeout) as client:
+    security = client_security(args)
+    with PolicyEngineClient(args.target, timeout=args.timeout, security=security) as client:
         try:
             info, counters = client.info_counters()
             status = client.health()
         except grpc.RpcError as e:
-            raise CommandFailed(f"{args.target}: {e.code().name}: {one_line(e.details())} (is `policy-engine "
-                                f"serve` listening there? --timeout {args.timeout:g}s)") from None
+            from policy_engine.security import explain_failure
+
+            hint = explain_failure(e.details() or "", security)
+            if e.code() == grpc.StatusCode.UNAUTHENTICATED:
+                hint = "give the engine's token with --token-file"
+            raise CommandFailed(f"{args.target}: {e.code().name}: {one_line(e.details())} ("
+                                + (hint or f"is `policy-engine serve` listening there? --timeout {args.timeout:g}s")
+                                + ")") from None
     d = {"target": args.target, "health": status, "protocol_version": info.protocol_version, "policy": info.policy,
          "model_version": info.model_version, "model_checksum": info.model_checksum,
          "capabilities": list(info.capabilities), "engine_version": info.engine_version,
@@ -335,6 +389,16 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def add_client_security_flags(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("security", "for an engine served with --tls-cert / --tls-client-ca / --token-file")
+    g.add_argument("--tls-ca", metavar="PEM", help="CA bundle that signed the engine's certificate: connect with TLS")
+    g.add_argument("--tls-cert", metavar="PEM", help="client certificate for mutual TLS")
+    g.add_argument("--tls-key", metavar="PEM", help="private key of --tls-cert")
+    g.add_argument("--tls-server-name", metavar="NAME",
+                   help="name to check the engine's certificate against (default: the target's host)")
+    g.add_argument("--token-file", metavar="FILE", help="file holding the engine's bearer token")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="policy-engine",
@@ -375,6 +439,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "calls, so it helps callers with several connections). Only for policies that keep no "
                         "state per engine: opportunity counts and online learners would split. Worker i serves "
                         "metrics on --metrics-port + i (default 1)")
+    sec = s.add_argument_group("security", "Plaintext on loopback by default. TLS with --tls-cert and --tls-key; "
+                               "mutual TLS (a client certificate signed by this CA required) with --tls-client-ca "
+                               "too; a bearer token on every call (health and reflection included) with "
+                               "--token-file. Metrics (--metrics-port) stay plain HTTP.")
+    sec.add_argument("--tls-cert", metavar="PEM", help="server certificate (chain), PEM: serve TLS")
+    sec.add_argument("--tls-key", metavar="PEM", help="private key of --tls-cert, PEM (unencrypted)")
+    sec.add_argument("--tls-client-ca", metavar="PEM",
+                     help="CA bundle, PEM: require a client certificate signed by it (mutual TLS)")
+    sec.add_argument("--token-file", metavar="FILE",
+                     help="file holding a shared secret: every RPC must carry `authorization: Bearer <secret>` "
+                          "metadata, else UNAUTHENTICATED")
+    rl = s.add_argument_group("model reload", "SIGHUP reloads the --model file: its checksum and policy are "
+                              "checked first, the new model is swapped in between calls, and a bad file is refused "
+                              "(logged, counted in yarnrl_model_reloads_total) while the old model keeps serving.")
+    rl.add_argument("--watch", action="store_true",
+                    help="also reload when the --model file changes (polls its mtime and sha256)")
+    rl.add_argument("--watch-interval", type=float, default=2.0, metavar="SECONDS",
+                    help="seconds between looks at the --model file with --watch (default 2)")
     s.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set on the workers
     s.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     s.set_defaults(fn=cmd_serve)
@@ -387,6 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--target", default="127.0.0.1:50051", help="HOST:PORT of the engine")
     i.add_argument("--timeout", type=float, default=2.0, help="deadline per call in seconds")
     i.add_argument("--json", action="store_true", help="print one JSON object")
+    add_client_security_flags(i)
     i.set_defaults(fn=cmd_info)
 
     d = sub.add_parser("demo", help="start an engine and drive it with scripted heartbeats",

@@ -3,7 +3,8 @@
 `PolicyEngineClient` (blocking) is what tests, the emulator's remote driver and scripts use;
 `AsyncPolicyEngineClient` is for load generators that keep many calls in flight. Both speak protobuf messages and,
 for convenience, observation objects (`schedule_obs`, `route_obs`), converted with the same codec the server uses.
-Failures surface as grpc.RpcError with the server's status code and message.
+Failures surface as grpc.RpcError with the server's status code and message. `security`
+(policy_engine.security.ClientSecurity) reaches an engine served with TLS, mutual TLS and/or a bearer token.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from policy_engine.codec import (
     encode_schedule,
 )
 from policy_engine.proto import SERVICE_NAME, pb, pb_grpc
+from policy_engine.security import ClientSecurity, secure_aio_channel, secure_channel
 from policy_engine.types import Event, RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
 
 DEFAULT_TIMEOUT_S = 1.0
@@ -33,12 +35,15 @@ class EngineUnavailable(TimeoutError):
 
 
 class PolicyEngineClient:
-    def __init__(self, target: str = "127.0.0.1:50051", timeout: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, target: str = "127.0.0.1:50051", timeout: float = DEFAULT_TIMEOUT_S,
+                 security: ClientSecurity | None = None):
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, not {timeout}")
         self.target = target
         self.timeout = timeout
-        self.channel = grpc.insecure_channel(target, options=_OPTIONS)
+        self.security = security
+        # the intercepted channel adds the token to every call; the raw one is what close() closes
+        self.channel, self._raw_channel = secure_channel(target, _OPTIONS, security)
         self.stub = pb_grpc.PolicyEngineStub(self.channel)
         self._health = health_pb2_grpc.HealthStub(self.channel)
 
@@ -49,7 +54,7 @@ class PolicyEngineClient:
         self.close()
 
     def close(self) -> None:
-        self.channel.close()
+        self._raw_channel.close()
 
     def _t(self, timeout: float | None) -> float:
         return self.timeout if timeout is None else timeout
@@ -119,18 +124,23 @@ class PolicyEngineClient:
                 last = status
             except grpc.RpcError as e:
                 last = f"{e.code().name}: {e.details()}"
+                if e.code() == grpc.StatusCode.UNAUTHENTICATED:
+                    break  # a wrong or missing token does not get better by waiting
             time.sleep(0.05)
-        raise EngineUnavailable(f"no policy engine serving at {self.target} after {timeout:g}s ({last}); is "
-                                f"`policy-engine serve` running there?")
+        from policy_engine.security import explain_failure
+
+        hint = explain_failure(str(last), self.security) or "is `policy-engine serve` running there?"
+        raise EngineUnavailable(f"no policy engine serving at {self.target} after {timeout:g}s ({last}); {hint}")
 
 
 class AsyncPolicyEngineClient:
     """grpc.aio client: many calls in flight from one thread (benchmarks, async drivers)."""
 
-    def __init__(self, target: str = "127.0.0.1:50051", timeout: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, target: str = "127.0.0.1:50051", timeout: float = DEFAULT_TIMEOUT_S,
+                 security: ClientSecurity | None = None):
         self.target = target
         self.timeout = timeout
-        self.channel = grpc.aio.insecure_channel(target, options=_OPTIONS)
+        self.channel = secure_aio_channel(target, _OPTIONS, security)
         self.stub = pb_grpc.PolicyEngineStub(self.channel)
 
     async def __aenter__(self) -> AsyncPolicyEngineClient:

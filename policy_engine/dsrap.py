@@ -21,14 +21,19 @@ no I/O, a few hundred microseconds per step. One engine hosts all managers' tabl
 is computed from j's tables and j's latest local view in the same process, as the message would carry it.
 
 Choices the paper leaves open (defaults in FalSettings):
-  * Learning1: alpha 0.1, gamma 0.9, minimum exploration 0.02 per task type and 0.01 for VOID_TASK ("we also limit
-    the exploration rate to select VOID_TASK"), the greedy-only threshold at utilization 0.5 of both resources;
-    node counts in s_c capped at 3 (0, 1, 2, 3+), which keeps the table learnable within a 20 000-step episode;
-    a selected task goes to the node where it fits best (least CPU + network left over).
+  * Learning1: alpha 0.1, gamma 0.9, minimum exploration 0.005 per task type and 0.002 for VOID_TASK ("we also limit
+    the exploration rate to select VOID_TASK"; with 0.02 / 0.01 exploration alone cost BDL about 0.5 % of utility
+    rate under heavy load), the greedy-only threshold at utilization 0.5 of both resources; node counts in s_c
+    capped at 3 (0, 1, 2, 3+), which keeps the table learnable within a 10 000-step episode; levels at the Gaussian's
+    tertiles (level_low / level_high); a selected task goes to the node where it fits best (least CPU + network
+    left over).
   * Learning2: Q starts at 0, pi2 uniform, minimum exploration 0.01 per neighbour; the paper's alpha = 0.5.
   * tasks are forwarded highest utility rate first when more than the transfer limit wait.
-  * SDL's p_j(x) (Eq. 6 without Learning1) is the fraction of j's allocable tasks of that type j allocated so far,
-    (allocated + 1) / (seen + 2).
+  * p_j(x) of Eq. 6 is j's observed allocation rate of x's type, (allocated + 1) / (allocable seen + 2), for SDL (as
+    the paper says) and, by default, for BDL too (`p_allocation=observed`). Eq. 7 as written (`p_allocation=eq7`)
+    weighs pi1(s, t), the chance that type t is picked *next*: with the greedy start that is the exploration floor
+    for every type but the best one on offer, although those tasks are usually allocated later in the same step.
+    It made BDL's routing nearly uniform (BDL no better than Greedy, 0.5 % below at 2 000 steps).
 """
 
 from __future__ import annotations
@@ -51,13 +56,22 @@ Z_TERTILE = 0.4307272992954576       # N(0,1) quantile of 2/3: three equally lik
 class FalSettings:
     alpha1: float = 0.1
     gamma1: float = 0.9
-    eps_type: float = 0.02
-    eps_void: float = 0.01
+    eps_type: float = 0.005
+    eps_void: float = 0.002
     greedy_below: float = 0.5
     count_cap: int = 3
+    # Learning1's level cut points, in standard deviations around the mean task demand (the paper: three equally
+    # likely levels of the fitted Gaussian, -/+ 0.43)
+    level_low: float = -Z_TERTILE
+    level_high: float = Z_TERTILE
     alpha2: float = 0.5
     eps_neighbor: float = 0.01
     max_wait: int = 10
+    # p_j(x) of Eq. 6 for BDL: "eq7" (Eq. 7 from pi1) or "observed" (j's allocation rate, as SDL)
+    p_allocation: str = "observed"
+    # Learning1's PGA step uses (Q - mean Q) / pga_scale1: 1 is Algorithm 2 as written; Q is in utility-rate units
+    # there (up to ~25 per allocation), so one update can move pi1 from one corner of the simplex to another
+    pga_scale1: float = 1.0
     # Unseen Learning1 states start greedy: the type ranked highest here (the types' mean utility rates, Sec. 5.1)
     type_utility: tuple = (1.0, 6.0, 5.0, 25.0)
 
@@ -92,6 +106,18 @@ def limit(pi: np.ndarray, minimum: np.ndarray) -> np.ndarray:
     return np.asarray([max(x - theta, 0.0) + m for x, m in zip(v, floor)])
 
 
+def limit_rows(pi: np.ndarray, minimum: np.ndarray) -> np.ndarray:
+    """`limit` for every row of a (rows, actions) array at once, with one floor vector for all rows."""
+    v = pi - minimum
+    mass = 1.0 - float(minimum.sum())
+    u = -np.sort(-v, axis=1)
+    t = (np.cumsum(u, axis=1) - mass) / np.arange(1, v.shape[1] + 1)
+    # theta: t at the last sorted position where u - t > 0 (the first position always qualifies)
+    last = v.shape[1] - 1 - np.argmax((u - t > 0)[:, ::-1], axis=1)
+    theta = t[np.arange(v.shape[0]), last]
+    return np.maximum(v - theta[:, None], 0.0) + minimum
+
+
 class CounterRandom:
     """Uniform draws in [0, 1) from a 64-bit key and a counter (SplitMix64): a fixed stream per request id, and
     about ten times cheaper to start than a numpy Generator, which matters at 16 managers per step."""
@@ -99,19 +125,26 @@ class CounterRandom:
     _M1, _M2, _GOLD = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
 
     def __init__(self, key: int):
-        self.key = np.uint64(key & 0xFFFFFFFFFFFFFFFF)
+        self._key_int = key & 0xFFFFFFFFFFFFFFFF
+        self.key = np.uint64(self._key_int)
         self.n = 0
 
     def random(self, size: int | None = None):
-        k = 1 if size is None else size
+        if size is None:                     # one draw: plain integers are cheaper than 8 numpy calls
+            self.n += 1
+            z = (self._key_int + self.n * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+            z ^= z >> 31
+            return (z >> 11) * (1.0 / 9007199254740992.0)
+        k = size
         with np.errstate(over="ignore"):
             z = self.key + (np.arange(self.n + 1, self.n + k + 1, dtype=np.uint64) * self._GOLD)
             z = (z ^ (z >> np.uint64(30))) * self._M1
             z = (z ^ (z >> np.uint64(27))) * self._M2
             z = z ^ (z >> np.uint64(31))
         self.n += k
-        u = (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
-        return float(u[0]) if size is None else u
+        return (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
 
     def integers(self, low: int, high: int, size: int) -> np.ndarray:
         return low + np.minimum((self.random(size) * (high - low)).astype(np.int64), high - low - 1)
@@ -205,7 +238,7 @@ class DemandStats:
         self.m2 = self.m2 + m2b + d * d * self.n * nb / n
         self.n = n
 
-    def thresholds(self, view: ManagerView) -> np.ndarray:
+    def thresholds(self, view: ManagerView, low: float = -Z_TERTILE, high: float = Z_TERTILE) -> np.ndarray:
         """(2 resources, 2 cut points): three equally likely levels of a Gaussian fitted to task demands."""
         if self.n >= 2:
             mean, std = self.mean, np.sqrt(self.m2 / (self.n - 1))
@@ -214,7 +247,7 @@ class DemandStats:
             mean, std = x.mean(axis=1), x.std(axis=1)
         else:
             mean, std = np.full(2, 20.0), np.full(2, 15.0)
-        return np.stack([mean - Z_TERTILE * std, mean + Z_TERTILE * std], axis=1)
+        return np.stack([mean + low * std, mean + high * std], axis=1)
 
 
 def resource_features(cpu_free: np.ndarray, net_free: np.ndarray, cuts: np.ndarray, cap: int) -> tuple:
@@ -296,12 +329,61 @@ class DsrapTables:
 
     def __init__(self, settings: FalSettings):
         self.settings = settings
+        self.initial: dict[str, np.ndarray] | None = None   # tables every episode starts from (a loaded model)
         self.reset()
 
     def reset(self) -> None:
         self.managers: dict[int, ManagerTables] = {}
         self.stats = DemandStats()
         self.views: dict[int, ManagerView] = {}    # each manager's latest local view (after its decision)
+        if self.initial is not None:
+            self._restore(self.initial)
+
+    # ---- as a model artifact: plain arrays, one group per manager (policy_engine.artifact saves them)
+
+    def to_tensors(self) -> dict[str, np.ndarray]:
+        width = 1 + LEVELS * LEVELS
+        out = {"manager_ids": np.asarray(sorted(self.managers), dtype=np.int64),
+               "stats": np.asarray([self.stats.n, *self.stats.mean, *self.stats.m2], dtype=np.float64)}
+        for c, m in sorted(self.managers.items()):
+            keys = sorted(m.pi1)
+            out[f"m{c}.l1_keys"] = np.asarray([[k[0], *k[1]] for k in keys], dtype=np.int64).reshape(-1, width)
+            out[f"m{c}.pi1"] = np.asarray([m.pi1[k] for k in keys], dtype=np.float64).reshape(-1, N_TYPES + 1)
+            out[f"m{c}.q1"] = np.asarray([m.q1.get(k, np.zeros(N_TYPES + 1)) for k in keys],
+                                         dtype=np.float64).reshape(-1, N_TYPES + 1)
+            out[f"m{c}.q2"], out[f"m{c}.pi2"] = m.q2, m.pi2
+            out[f"m{c}.seen_taken"] = np.stack([m.seen, m.taken])
+            out[f"m{c}.state_counts"] = np.asarray([[m.state_counts[t][b] for t in range(N_TYPES)]
+                                                    for b in range(1 << N_TYPES)], dtype=np.int64)
+        return out
+
+    def load(self, tensors: dict[str, np.ndarray]) -> None:
+        """Start every episode from these tables (checked here: a wrong shape is a clear error, not a crash)."""
+        self.initial = tensors
+        try:
+            self.reset()
+        except (KeyError, ValueError, IndexError) as e:
+            self.initial = None
+            self.reset()
+            raise ValueError(f"DSRAP tables: not a table set this policy can use ({type(e).__name__}: {e})") from None
+
+    def _restore(self, t: dict[str, np.ndarray]) -> None:
+        st = t["stats"]
+        self.stats = DemandStats(int(st[0]), st[1:3].copy(), st[3:5].copy())
+        for c in t["manager_ids"].tolist():
+            q2, pi2 = t[f"m{c}.q2"], t[f"m{c}.pi2"]
+            if q2.shape != pi2.shape or q2.ndim != 3 or q2.shape[:2] != (N_TYPES, self.settings.max_wait + 1):
+                raise ValueError(f"manager {c}: Learning2 tables of shape {q2.shape}")
+            m = self.managers[c] = ManagerTables(self.settings, q2.shape[2])
+            m.q2, m.pi2 = q2.copy(), pi2.copy()
+            m.seen, m.taken = (x.copy() for x in t[f"m{c}.seen_taken"])
+            for row, pi, q in zip(t[f"m{c}.l1_keys"].tolist(), t[f"m{c}.pi1"], t[f"m{c}.q1"]):
+                key = (row[0], tuple(row[1:]))
+                m.pi1[key], m.q1[key] = pi.copy(), q.copy()
+            for b, row in enumerate(t[f"m{c}.state_counts"].tolist()):
+                for ttype, n in enumerate(row):
+                    if n:
+                        m.state_counts[ttype][b] = n
 
     def of(self, cluster_id: int, degree: int) -> ManagerTables:
         m = self.managers.get(cluster_id)
@@ -329,7 +411,7 @@ def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tup
     out = np.full(n, -1, dtype=np.int64)
     fit = FitMatrix(view)
     cpu_free, net_free = fit.cpu_free, fit.net_free
-    cuts = tables.stats.thresholds(view)
+    cuts = tables.stats.thresholds(view, s.level_low, s.level_high)
     used_c = 1.0 - cpu_free.sum() / max(view.cpu_capacity.sum(), 1e-9)
     used_n = 1.0 - net_free.sum() / max(view.net_capacity.sum(), 1e-9)
     greedy_only = used_c < s.greedy_below and used_n < s.greedy_below
@@ -339,14 +421,13 @@ def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tup
         types = view.task_type[open_]
         bits = type_bits(types)
         key = (bits, resource_features(cpu_free, net_free, cuts, s.count_cap))
-        best_u = np.full(N_TYPES, -np.inf)
-        np.maximum.at(best_u, types, view.task_utility[open_])
         actions = bits_actions(bits)
         if greedy_only:
+            best_u = np.full(N_TYPES, -np.inf)
+            np.maximum.at(best_u, types, view.task_utility[open_])
             a = int(max(actions[:-1], key=lambda t: best_u[t]))
         else:
-            pi = mt.policy1(key)[actions]
-            a = int(actions[min(int(np.searchsorted(np.cumsum(pi), rng.random() * pi.sum())), len(actions) - 1)])
+            a = _draw(mt.policy1(key).tolist(), actions, rng.random())
         if a == VOID:
             trace.append(Learning1Step(key, a, 0.0))
             break
@@ -358,6 +439,18 @@ def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tup
         trace.append(Learning1Step(key, a, float(view.task_utility[i])))
         open_ = fit.any_node()
     return out, trace
+
+
+def _draw(pi: list, actions: list, u: float) -> int:
+    """The action at u of the cumulative distribution pi[actions] (plain Python: at most 5 entries)."""
+    probs = [pi[a] for a in actions]
+    x = u * sum(probs)
+    acc = 0.0
+    for a, p in zip(actions, probs):
+        acc += p
+        if acc >= x:
+            return a
+    return actions[-1]
 
 
 def random_neighbors(view: ManagerView, idx: np.ndarray, rng: CounterRandom) -> np.ndarray:
@@ -446,11 +539,12 @@ class DsrapLearner:
         cached = self._p_cache.get(j)
         if cached is not None and cached[0] is view:
             return cached[1]
-        if self.first != "learning1":
+        if self.first != "learning1" or self.tables.settings.p_allocation == "observed":
             p = (mt.taken + 1.0) / (mt.seen + 2.0)
         else:
             s = self.tables.settings
-            s_c = resource_features(view.cpu_free, view.net_free, self.tables.stats.thresholds(view), s.count_cap)
+            s_c = resource_features(view.cpu_free, view.net_free, self.tables.stats.thresholds(view, s.level_low, s.level_high),
+                                      s.count_cap)
             p = np.full(N_TYPES, 0.5)
             for ttype in range(N_TYPES):
                 counts = mt.state_counts[ttype]
@@ -541,7 +635,7 @@ class DsrapLearner:
         q[step.action] += s.alpha1 * (step.reward + future - q[step.action])
         avail = np.asarray(actions)
         mean = float(pi[avail] @ q[avail])
-        pi[avail] = limit(pi[avail] + zeta * (q[avail] - mean), mt.minimum1(actions))
+        pi[avail] = limit(pi[avail] + zeta * (q[avail] - mean) / s.pga_scale1, mt.minimum1(actions))
 
     def _learn2(self, view: ManagerView, decision: RouteDecision, zeta: float) -> None:
         """Learning2 for this step's forwards, batched: per (state, neighbour) one Q update with the mean Eq. 6
@@ -581,14 +675,15 @@ class DsrapLearner:
     def _batch_update(self, mt: ManagerTables, ttype, w, k, r, zeta, eps) -> None:
         alpha = self.tables.settings.alpha2
         flat = (ttype * (self.tables.settings.max_wait + 1) + w) * mt.q2.shape[2] + k
-        keys, inverse = np.unique(flat, return_inverse=True)
-        mean_r = np.bincount(inverse, weights=r) / np.bincount(inverse)
         q = mt.q2.reshape(-1)
+        counts = np.bincount(flat, minlength=q.size)       # the table is small (<= 4 x 11 x degree): bincount
+        keys = np.flatnonzero(counts)                        # beats np.unique's sort
+        mean_r = np.bincount(flat, weights=r, minlength=q.size)[keys] / counts[keys]
         q[keys] = (1.0 - alpha) * q[keys] + alpha * mean_r
         if zeta is None:
             return
-        minimum = np.full(mt.q2.shape[2], eps)
-        for state in np.unique(keys // mt.q2.shape[2]).tolist():
-            t_, w_ = divmod(state, self.tables.settings.max_wait + 1)
-            pi, qs = mt.pi2[t_, w_], mt.q2[t_, w_]
-            pi[:] = limit(pi + zeta * (qs - float(pi @ qs)), minimum)
+        d = mt.q2.shape[2]
+        states = np.flatnonzero(counts.reshape(-1, d).any(axis=1))
+        pi2, q2 = mt.pi2.reshape(-1, d), mt.q2.reshape(-1, d)
+        pi, qs = pi2[states], q2[states]
+        pi2[states] = limit_rows(pi + zeta * (qs - (pi * qs).sum(axis=1, keepdims=True)), np.full(d, eps))

@@ -28,7 +28,8 @@ import numpy as np
 
 from policy_engine.learning import DEFAULT_CAPACITY, LearningLoop
 from policy_engine.locality import AskOnNode, place
-from policy_engine.policy import ROUTE, SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, make_learner
+from policy_engine.policy import (ROUTE, SCHEDULE, SCHEDULING_OPPORTUNITIES, ObservationMismatch, Policy,
+                                  make_learner)
 from policy_engine.types import (
     Assignment,
     Event,
@@ -208,6 +209,11 @@ class EngineMetrics:
         self.decision_log_dropped = Counter(
             "yarnrl_decision_log_dropped", "Decisions and Report batches the decision log could not take (its "
             "queue was full: the disk or the writer is behind)", ["kind"], registry=self.registry)
+        self.reloads = Counter("yarnrl_model_reloads", "Live model reloads (SIGHUP or --watch) by result: ok, "
+                               "refused (bad file; the old model kept serving), unchanged", ["result"],
+                               registry=self.registry)
+        self.unauthenticated = Counter("yarnrl_unauthenticated", "RPCs refused for a missing or wrong bearer "
+                                       "token (--token-file)", registry=self.registry)
         # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
         self._decided: dict[tuple[str, str], Any] = {}
         self._placed: dict[Locality, Any] = {}
@@ -312,6 +318,19 @@ class Engine:
             self.bind_metrics()
         return learner
 
+    def swap_policy(self, policy: Policy):
+        """Serve `policy` (a reloaded model of the same policy) from the next call on. The caller runs this between
+        calls (the server's event loop). A learning policy gets a new learner; the old LearningLoop is returned
+        for the caller to close off the decision path (its final publish and save), or None."""
+        if policy.name != self.policy.name:
+            raise ValueError(f"cannot swap policy {self.policy.name!r} for {policy.name!r}")
+        old = self.learning
+        self.policy = policy
+        if old is not None:
+            self.learner, self.learning = None, None
+            self.attach_learner()
+        return old
+
     def bind_metrics(self) -> None:
         """Expose the learner's error count and queue length as gauges (read when Prometheus scrapes)."""
         if self.metrics is not None and self.learning is not None:
@@ -372,6 +391,13 @@ class Engine:
     def route(self, obs: RouteObservation) -> RouteDecision:
         if ROUTE not in self.policy.capabilities:
             raise NotImplementedError(f"policy {self.policy.name!r} does not route jobs to clusters")
+        observes = getattr(self.policy, "route_observes", "jobs")
+        if (obs.manager is not None) != (observes == "manager"):
+            raise ObservationMismatch(
+                f"policy {self.policy.name!r} decides for DSRAP cluster managers: the request needs `manager`"
+                if observes == "manager" else
+                f"policy {self.policy.name!r} routes buffered jobs to clusters: a DSRAP `manager` request is not "
+                "for it")
         if obs.sequence is None:
             obs.sequence = sequence_from_request_id(obs.request_id)
         decision = self.policy.route(obs)

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from policy_engine.modules import import_all, unavailable_note
-from policy_engine.types import RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
+from policy_engine.types import (  # noqa: F401  (ObservationMismatch: re-exported for policies)
+    ObservationMismatch,
+    RouteDecision,
+    RouteObservation,
+    ScheduleDecision,
+    ScheduleObservation,
+)
 
 SCHEDULE = "schedule"
 # What the engine can fill into observations for a policy that declares it in `Policy.reads`.
@@ -43,6 +49,9 @@ class Policy:
     reads: ClassVar[frozenset[str]] = frozenset()
     model_version: str = ""
     model_checksum: str = ""
+    # What a Route request must carry for this policy: "jobs" (a job buffer and candidate clusters) or "manager"
+    # (a DSRAP cluster manager's view); the engine refuses the other kind before the policy sees it.
+    route_observes: ClassVar[str] = "jobs"
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         raise NotImplementedError(f"policy {self.name!r} does not schedule on node heartbeats")

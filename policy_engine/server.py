@@ -4,12 +4,18 @@ asyncio rather than the thread-pool server: on our 2-core machines it carried ab
 bidirectional streams against ~10k for the synchronous server, which also silently starves streams beyond its
 worker count. Health checking (grpc.health.v1) and reflection are on; Prometheus metrics are served on
 --metrics-port when given. SIGTERM/SIGINT: health goes NOT_SERVING, in-flight calls get a grace period, exit 0.
+
+Security (policy_engine.security): plaintext by default, TLS or mutual TLS with --tls-cert/--tls-key
+[--tls-client-ca], and a bearer token on every RPC with --token-file; health and reflection are served on the same
+port under the same policy. SIGHUP (or --watch) reloads the --model file in place (policy_engine.reload).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+import os
 import signal
 import time
 import grpc
@@ -28,8 +34,9 @@ from policy_engine.codec import (
     parse_schedule_request,
 )
 from policy_engine.engine import Engine, EngineMetrics
-from policy_engine.policy import REPORT_CAPABILITY, Policy
+from policy_engine.policy import REPORT_CAPABILITY, ObservationMismatch, Policy
 from policy_engine.proto import SERVICE_NAME, pb, pb_grpc
+from policy_engine.security import ServerSecurity, TokenAuthInterceptor
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +94,7 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         t0 = time.perf_counter()
         try:
             resp = fn(request)
-        except InvalidRequest as e:
+        except (InvalidRequest, ObservationMismatch) as e:
             self.metrics.errors.labels(rpc, "INVALID_ARGUMENT").inc()
             raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
         except NotImplementedError as e:
@@ -159,6 +166,85 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         return self.info_message()
 
 
+class _Malformed:
+    """What a request that did not parse as its message is handed to the handler as (StrictDecoding)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str):
+        self.error = error
+
+
+def _tolerant(deserializer):
+    def parse(data: bytes):
+        try:
+            return deserializer(data)
+        except Exception as e:  # DecodeError and whatever else a message parser raises on bytes it does not expect
+            return _Malformed(f"{type(e).__name__}: {one_line_error(e)}")
+    return parse
+
+
+def one_line_error(e: BaseException) -> str:
+    return " ".join(str(e).split())[:300]
+
+
+class StrictDecoding(grpc.aio.ServerInterceptor):
+    """A request that does not parse as its message is answered INVALID_ARGUMENT, on every service of the server
+    (ours, health, reflection). gRPC's own answer would be UNKNOWN ("Unexpected DecodeError"), which a caller
+    cannot tell from a bug in the engine; the fuzzer (benchmarks/fuzz.py) found it."""
+
+    def __init__(self, metrics: EngineMetrics | None = None):
+        self.metrics = metrics
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        if handler is None or handler.request_deserializer is None:
+            return handler  # not ours to change (unknown method: UNIMPLEMENTED), or raw bytes (Schedule)
+        method = details.method
+        metrics = self.metrics
+
+        async def refuse(context, request: _Malformed):
+            if metrics is not None:
+                metrics.errors.labels(method.rsplit("/", 1)[-1].lower(), "INVALID_ARGUMENT").inc()
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method}: malformed request ({request.error})")
+
+        def checked(request_iterator, context):
+            async def gen():
+                async for r in request_iterator:
+                    if isinstance(r, _Malformed):
+                        await refuse(context, r)
+                    yield r
+            return gen()
+
+        kind, behaviour = _handler_kind(handler)
+        if kind in ("unary_unary", "unary_stream"):
+            if inspect.isasyncgenfunction(behaviour):
+                async def wrapped(request, context):
+                    if isinstance(request, _Malformed):
+                        await refuse(context, request)
+                    async for r in behaviour(request, context):
+                        yield r
+            else:
+                async def wrapped(request, context):
+                    if isinstance(request, _Malformed):
+                        await refuse(context, request)
+                    return await behaviour(request, context)
+        elif inspect.isasyncgenfunction(behaviour):
+            async def wrapped(request_iterator, context):
+                async for r in behaviour(checked(request_iterator, context), context):
+                    yield r
+        else:
+            async def wrapped(request_iterator, context):
+                return await behaviour(checked(request_iterator, context), context)
+        return handler._replace(request_deserializer=_tolerant(handler.request_deserializer), **{kind: wrapped})
+
+
+def _handler_kind(handler) -> tuple[str, object]:
+    kind = {(False, False): "unary_unary", (False, True): "unary_stream", (True, False): "stream_unary",
+            (True, True): "stream_stream"}[(bool(handler.request_streaming), bool(handler.response_streaming))]
+    return kind, getattr(handler, kind)
+
+
 def _request_id(data: bytes) -> str:
     try:
         return parse_schedule_request(data).request_id
@@ -194,7 +280,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
                 grace_s: float = 5.0, ready: asyncio.Event | None = None, engine: Engine | None = None,
                 webhdfs: str | None = None, webhdfs_ttl_s: float = 60.0, label_locality: bool = True,
                 reuse_port: bool = False, decision_log: str | None = None,
-                log_rotate_mb: float | None = None) -> None:
+                log_rotate_mb: float | None = None, security: ServerSecurity | None = None,
+                model_path: str | None = None, rebuild=None, watch_s: float | None = None,
+                forward_sighup: tuple[int, ...] = ()) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled).
 
     `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations, and
@@ -202,7 +290,11 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     `reuse_port`: listen with SO_REUSEPORT, so several worker processes of a stateless policy share the port
     (`policy-engine serve --workers N`; the kernel spreads connections over them).
     `decision_log`: directory of the Parquet decision log (policy_engine.decision_log), closed on shutdown.
+    `security`: TLS / mTLS credentials and the bearer token every RPC must carry (None: plaintext, no token).
+    `model_path` + `rebuild(path) -> Policy`: SIGHUP reloads the model (and every `watch_s` seconds when the file
+    changed); `forward_sighup`: pids (the other --workers) that get the SIGHUP too.
     """
+    security = security or ServerSecurity()
     metrics = EngineMetrics()
     if engine is None:
         engine = Engine(policy, metrics, learning="thread")  # the learner runs in its own thread, off the loop
@@ -223,7 +315,11 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
             labeler = LocalityLabeler(registry=metrics.registry)
             engine.annotators.append(labeler.annotate)
             engine.event_annotators.append(labeler.label)
-    server = grpc.aio.server(options=[
+    interceptors: list = []
+    if security.token:  # first: an unauthenticated caller's bytes are never parsed
+        interceptors.append(TokenAuthInterceptor(security.token, metrics.unauthenticated))
+    interceptors.append(StrictDecoding(metrics))
+    server = grpc.aio.server(interceptors=interceptors, options=[
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ("grpc.so_reuseport", 1 if reuse_port else 0),
@@ -235,7 +331,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(address)
+        credentials = security.credentials()
+        bound = (server.add_secure_port(address, credentials) if credentials is not None
+                 else server.add_insecure_port(address))
     except RuntimeError:  # grpcio >= 1.60 raises where older versions returned 0
         bound = 0
     if bound == 0:
@@ -251,8 +349,11 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
     log.info("policy %s serving yarnrl.v1 on %s:%d%s", policy.name, host, bound,
              f", metrics on :{metrics_port}" if metrics_port is not None else "")
+    if security.token and not security.tls and host not in ("127.0.0.1", "::1", "localhost"):
+        log.warning("--token-file without TLS on %s: the token crosses the network in clear text", host)
     print(f"policy-engine: policy={policy.name} model={policy.model_version or '-'} listening on {host}:{bound}"
-          + (f" metrics=http://{host}:{metrics_port}/metrics" if metrics_port is not None else ""), flush=True)
+          + (f" metrics=http://{host}:{metrics_port}/metrics" if metrics_port is not None else "")
+          + f" security={security.describe()}", flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -261,13 +362,41 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # not the main thread (tests): cancellation stops us
             pass
+    tasks: list[asyncio.Task] = []
+    reloader = None
+    if model_path is not None and rebuild is not None:
+        from policy_engine.reload import ModelReloader
+
+        reloader = ModelReloader(engine, model_path, rebuild, metrics)
+        if watch_s:
+            tasks.append(asyncio.ensure_future(reloader.watch(watch_s)))
+
+    def on_sighup() -> None:
+        for pid in forward_sighup:
+            try:
+                os.kill(pid, signal.SIGHUP)
+            except OSError:
+                pass
+        if reloader is None:
+            print("policy-engine: SIGHUP ignored: no --model to reload", flush=True)
+            return
+        tasks[:] = [t for t in tasks if not t.done()]
+        tasks.append(asyncio.ensure_future(reloader.reload("SIGHUP")))
+
+    try:
+        loop.add_signal_handler(signal.SIGHUP, on_sighup)
+    except (NotImplementedError, RuntimeError, AttributeError):  # not the main thread (tests), or no SIGHUP
+        pass
     if ready is not None:
         ready.port = bound  # type: ignore[attr-defined]
+        ready.reloader = reloader  # type: ignore[attr-defined]
         ready.set()
     try:
         await stop.wait()
         print("policy-engine: shutting down", flush=True)
     finally:
+        for task in tasks:
+            task.cancel()
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace_s)
         if locator is not None:

@@ -364,3 +364,9 @@ class NodeRemoved(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.kind: cls for cls in (
     ContainerStarted, ContainerFinished, JobFinished, DeadlineMissed, NodeAdded, NodeRemoved)}
+
+
+class ObservationMismatch(ValueError):
+    """A well-formed request this policy cannot answer: a DSRAP manager view sent to a job router or the reverse,
+    a cluster or job-slot count other than the model was trained for. The server answers INVALID_ARGUMENT (the
+    caller sent the wrong request for this engine), not INTERNAL."""

@@ -11,9 +11,9 @@ from policy_engine.client import PolicyEngineClient
 
 
 class RunningEngine:
-    def __init__(self, policy: str, extra: list[str] | None = None):
+    def __init__(self, policy: str, extra: list[str] | None = None, security=None):
         self.proc, self.target = start_engine_subprocess(policy, extra)
-        self.client = PolicyEngineClient(self.target, timeout=5.0)
+        self.client = PolicyEngineClient(self.target, timeout=5.0, security=security)
         self.client.wait_ready(30)
 
     def stop(self, sig=signal.SIGTERM, timeout: float = 30) -> int:
@@ -28,8 +28,9 @@ def engine_factory():
     """Start engines on demand; all are stopped at the end of the module."""
     started: list[RunningEngine] = []
 
-    def start(policy: str, *extra: str) -> RunningEngine:
-        e = RunningEngine(policy, list(extra))
+    def start(policy: str, *extra: str, security=None) -> RunningEngine:
+        """`security`: the ClientSecurity the fixture's own client (and readiness wait) uses."""
+        e = RunningEngine(policy, list(extra), security)
         started.append(e)
         return e
 

@@ -314,6 +314,15 @@ def value_cases() -> list[Case]:
              ("valid scenarios",), id="train-unknown-scenario"),
         Case("emulator", ["train", "--scenario", "deeprm", "--algo", "no-such-algo", "--out", "{tmp}/x"], 2,
              ("unknown training algorithm", "available: .*rl-fc"), id="train-unknown-algo"),
+        Case("emulator", ["train", "--scenario", "deeprm", "--algo", "deeprm-pg", "--out", "{tmp}/dr-init", "--set",
+                          "init={tmp}/no-such.safetensors", "--no-progress"], 1, ("no-such.safetensors", "cannot read"),
+             limit_s=60.0, id="train-deeprm-pg-init-missing"),
+        Case("emulator", ["train", "--scenario", "deeprm", "--algo", "deeprm-pg", "--out", "{tmp}/dr-two", "--set",
+                          "init=x.safetensors", "--set", "imitate=sjf", "--no-progress"], 2, ("give one",),
+             id="train-deeprm-pg-two-warm-starts"),
+        Case("emulator", ["train", "--scenario", "deeprm", "--algo", "deeprm-pg", "--out", "{tmp}/dr-rounds", "--set",
+                          "imitate_rounds=0", "--no-progress"], 2, ("imitate_rounds must be >= 1",),
+             id="train-deeprm-pg-imitate-rounds-zero"),
         Case("emulator", [*run, "deeprm", "--policy", "sjf", "--episodes", "0"], 2, ("--episodes must be",),
              id="run-episodes-zero"),
         Case("emulator", [*run, "deeprm", "--policy", "sjf", "--episodes", "-3"], 2, ("--episodes must be",),
@@ -431,7 +440,57 @@ def value_cases() -> list[Case]:
              ("'rl-fc' trains on multicluster scenarios", "'deeprm' is deeprm"), subprocess=True,
              id="issue-train-rl-fc-on-deeprm"),
     ]
-    return cases
+    return cases + security_and_reload_cases()
+
+
+def security_and_reload_cases() -> list[Case]:
+    """serve --tls-* / --token-file / --watch and info's client side (issue 17); part of value_cases()."""
+    serve = ["serve", "--policy", "fifo", "--port", "0"]
+    info = ["info", "--target", "{engine_lf_e}", "--timeout", "3"]
+    return [
+        Case("policy-engine", [*serve, "--tls-cert", "{missing}", "--tls-key", "{missing}"], 2,
+             ("--tls-cert .*does not exist",), id="serve-tls-cert-missing"),
+        Case("policy-engine", [*serve, "--tls-cert", "{text}", "--tls-key", "{text}"], 2,
+             ("--tls-cert .*(not a PEM certificate|no PEM certificate)",), id="serve-tls-cert-not-pem"),
+        Case("policy-engine", [*serve, "--tls-cert", "{ca}", "--tls-key", "{text}"], 2,
+             ("--tls-key .*not a PEM private key",), id="serve-tls-key-not-pem"),
+        Case("policy-engine", [*serve, "--tls-cert", "{server_cert}", "--tls-key", "{ca_key}"], 2,
+             ("--tls-key .* is not the key of --tls-cert",), id="serve-tls-key-of-another-cert"),
+        Case("policy-engine", [*serve, "--tls-key", "{text}"], 2, ("--tls-cert and --tls-key go together",),
+             id="serve-tls-key-alone"),
+        Case("policy-engine", [*serve, "--tls-client-ca", "{ca}"], 2, ("--tls-client-ca .*needs --tls-cert",),
+             id="serve-tls-client-ca-without-cert"),
+        Case("policy-engine", [*serve, "--tls-cert", "{server_cert}", "--tls-key", "{server_key}",
+                               "--tls-client-ca", "{text}"], 2, ("--tls-client-ca .*PEM certificate",),
+             id="serve-tls-client-ca-not-pem"),
+        Case("policy-engine", [*serve, "--token-file", "{missing}"], 2, ("--token-file .*does not exist",),
+             subprocess=True, id="serve-token-file-missing"),
+        Case("policy-engine", [*serve, "--token-file", "{empty}"], 2, ("--token-file .* is empty",),
+             id="serve-token-file-empty"),
+        Case("policy-engine", [*serve, "--token-file", "{directory}"], 2, ("--token-file .* is a directory",),
+             id="serve-token-file-directory"),
+        Case("policy-engine", [*serve, "--token-file", "{corrupt}"], 2, ("--token-file .*(not ASCII|bytes)",),
+             id="serve-token-file-binary"),
+        Case("policy-engine", [*serve, "--watch"], 2, ("--watch reloads the --model file",), id="serve-watch-no-model"),
+        Case("policy-engine", ["serve", "--policy", "clqlmrs", "--model", "{clqlmrs_model}", "--port", "0", "--watch",
+                               "--watch-interval", "0"], 2, ("--watch-interval must be a positive",),
+             id="serve-watch-interval-zero"),
+        Case("policy-engine", [*info, "--tls-cert", "{server_cert}"], 2, ("go together",), id="info-tls-cert-alone"),
+        Case("policy-engine", [*info, "--tls-cert", "{server_cert}", "--tls-key", "{server_key}"], 2,
+             ("give the server's CA too",), id="info-tls-cert-without-ca"),
+        Case("policy-engine", [*info, "--tls-ca", "{missing}"], 2, ("--tls-ca .*does not exist",),
+             id="info-tls-ca-missing"),
+        Case("policy-engine", [*info, "--tls-ca", "{text}"], 2, ("--tls-ca .*PEM certificate",),
+             id="info-tls-ca-not-pem"),
+        Case("policy-engine", [*info, "--token-file", "{empty}"], 2, ("--token-file .* is empty",),
+             id="info-token-file-empty"),
+        Case("policy-engine", [*info, "--tls-ca", "{ca}"], 1, ("UNAVAILABLE", "does not speak TLS here"),
+             limit_s=10.0, id="info-tls-to-a-plaintext-engine"),
+        Case("policy-engine", ["info", "--target", "{engine_tls}", "--timeout", "3"], 1,
+             ("UNAVAILABLE", "it may serve TLS"), limit_s=10.0, id="info-plaintext-to-a-tls-engine"),
+        Case("policy-engine", ["info", "--target", "{engine_tls}", "--timeout", "3", "--tls-ca", "{ca}"], 1,
+             ("UNAUTHENTICATED", "--token-file"), limit_s=10.0, id="info-without-token"),
+    ]
 
 
 def decision_log_cases() -> list[Case]:
@@ -554,6 +613,15 @@ def env(tmp_path_factory, engine_factory):
     closed = socket.socket()  # a port nobody listens on: bound, never listening
     closed.bind(("127.0.0.1", 0))
     engine = engine_factory("lf-e")
+    from certs import CertFactory
+    from policy_engine.security import ClientSecurity
+
+    certs = CertFactory(tmp / "pki")
+    ca = certs.ca()
+    server = certs.leaf("server", ca, server=True)
+    (tmp / "token").write_text("sweep-token\n")
+    tls_engine = engine_factory("fifo", "--tls-cert", server.cert, "--tls-key", server.key, "--token-file",
+                                str(tmp / "token"), security=ClientSecurity(ca=ca[0].cert, token="sweep-token"))
     values = {
         "tmp": str(tmp), "missing": str(tmp / "no-such-model.safetensors"),
         "directory": str(tmp / "a-directory.safetensors"),
@@ -564,7 +632,8 @@ def env(tmp_path_factory, engine_factory):
         "rl_fc_corrupt_run": str(tmp / "rl_fc_corrupt_run"), "clqlmrs_corrupt_run": str(tmp / "clqlmrs_corrupt_run"),
         "closed": f"127.0.0.1:{closed.getsockname()[1]}", "silent_tcp": f"127.0.0.1:{silent_port}",
         "hangup_tcp": f"127.0.0.1:{hangup_port}", "http": f"127.0.0.1:{httpd.server_address[1]}",
-        "busy_port": str(busy.getsockname()[1]), "engine_lf_e": engine.target,
+        "busy_port": str(busy.getsockname()[1]), "engine_lf_e": engine.target, "engine_tls": tls_engine.target,
+        "ca": ca[0].cert, "ca_key": ca[0].key, "server_cert": server.cert, "server_key": server.key,
     }
     yield values
     stop.set()

@@ -24,7 +24,10 @@ from policy_engine.dsrap import (
     learning1,
     learning2,
     limit,
+    limit_rows,
 )
+from policy_engine.artifact import ArtifactError, save_artifact
+from policy_engine.policy import create
 from policy_engine.engine import clip_manager
 from policy_engine.types import ManagerView, RouteDecision, RouteObservation
 
@@ -147,6 +150,9 @@ def test_limit_projects_onto_the_simplex_with_a_floor():
     y = limit(np.array([0.5, 0.45, 0.05]), np.array([0.1, 0.1, 0.1]))
     assert y == pytest.approx([0.475, 0.425, 0.1])
     assert limit(np.array([0.5, 0.5]), np.array([0.1, 0.1])) == pytest.approx([0.5, 0.5])
+    rows = np.random.default_rng(0).normal(size=(50, 4)) * 2     # Learning2's batched projection: the same points
+    floor = np.full(4, 0.01)
+    assert limit_rows(rows, floor) == pytest.approx(np.stack([limit(r, floor) for r in rows]), abs=1e-12)
 
 
 def test_learning1_starts_greedy_and_follows_a_learned_void_preference():
@@ -194,6 +200,47 @@ def test_learning2_and_eq6_send_tasks_where_they_will_be_allocated():
     assert (sent == 2).sum() >= 27
     # backward exploration: neighbour 2 learnt what sending such a task back to 1 is worth
     assert tables.managers[2].q2[1, 3, 0] == 0.0                            # 1 is full: p_1 = 0, no future
+
+
+def test_bdl_eq6_takes_p_j_from_eq7_or_from_the_observed_allocation_rate():
+    """Eq. 7 weighs pi1's chance of picking the type next: 0.02 for an IO task offered beside a demanding one,
+    although j allocates such tasks 3 times in 4; `p_allocation=observed` uses that rate, as SDL does."""
+    for mode, expected in (("eq7", 0.02), ("observed", (3 + 1) / (4 + 2))):
+        tables = DsrapTables(FalSettings(p_allocation=mode, eps_type=0.02))
+        learner = DsrapLearner(tables, "learning1", "learning2")
+        mt = tables.of(2, 1)
+        mt.seen[1], mt.taken[1] = 4, 3
+        mt.state_counts[1][0b1010] = 5                       # IO was on offer beside a demanding task
+        tables.views[2] = view([100], [100], [], neighbors=(1,), cluster_id=2)
+        r = learner.rewards(2, np.array([1]), np.array([20.0]), np.array([20.0]), np.array([3]))
+        assert r == pytest.approx([expected])
+
+
+def test_learned_tables_are_a_checked_artifact_that_later_episodes_start_from(tmp_path):
+    sc = get_scenario("dsrap-heavy", steps=40, window=20)
+    with make_driver("bdl") as d:
+        sc.play(d, 0)
+        learned = d.engine.policy.tables.to_tensors()
+    assert learned["manager_ids"].tolist() == list(range(1, 17)) and learned["m5.pi1"].shape[1] == 5
+    path = tmp_path / "bdl.safetensors"
+    save_artifact(path, learned, {"policy": "bdl", "settings": FalSettings(eps_void=0.005).as_dict(), "seed": 0})
+    warm = create("bdl", model=str(path))
+    assert warm.model_checksum and warm.settings.eps_void == 0.005            # the artifact's settings
+    assert create("bdl", model=str(path), eps_void=0.02).settings.eps_void == 0.02
+    with make_driver("bdl", model=str(path)) as d:                           # an episode changes the tables ...
+        sc.play(d, 1)
+        tables = d.engine.policy.tables
+        assert not np.array_equal(tables.to_tensors()["m5.q2"], learned["m5.q2"])
+        tables.reset()                                                       # ... the next starts from the file
+        again = tables.to_tensors()
+    assert sorted(again) == sorted(learned) and all(np.array_equal(again[k], learned[k]) for k in learned)
+    with pytest.raises(ArtifactError, match="for policy 'bdl'"):
+        create("sdl", model=str(path))
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF
+    (tmp_path / "bad.safetensors").write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match="checksum"):
+        create("bdl", model=str(tmp_path / "bad.safetensors"))
 
 
 def test_engine_clips_what_a_manager_decision_cannot_do():
@@ -265,3 +312,29 @@ def test_cli_compare_json_records_the_chosen_values(capsys):
     assert out["params"]["task_types"]["demanding"] == {"cpu": 47, "network": 43, "utility_rate": 25,
                                                         "service_time": 50}
     assert set(out["policies"]["sdl"]) >= {"utility_rate", "cpu", "network", "hops", "abandoned_demanding"}
+
+
+def test_benchmark_single_seed_runs_joined_are_the_compare_commands_episodes(capsys, tmp_path):
+    """benchmarks/dsrap_tables.py run one seed per process and joined with --combine gives the episodes of
+    `emulator compare --episodes 2` (seeds 0 and 1), number for number."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "dsrap_tables.py"
+    spec = importlib.util.spec_from_file_location("dsrap_tables", path)
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    common = ["--loads", "heavy", "--approaches", "bdl", "--steps", "30", "--window", "20", "--models", ""]
+    for k in (0, 1):
+        tables.main([*common, "--seed", str(k), "--out", str(tmp_path / f"s{k}")])
+    tables.main([*common, "--episodes", "2", "--out", str(tmp_path / "all"),
+                 "--combine", f"{tmp_path / 's1'},{tmp_path / 's0'}", "--saved-only"])
+    capsys.readouterr()
+    joined = json.loads((tmp_path / "all" / "summary.json").read_text())["summary"]["heavy"]["bdl"]
+    emulator_main(["compare", "--scenario", "dsrap-heavy", "--param", "steps=30", "--param", "window=20",
+                   "--policies", "bdl", "--episodes", "2", "--json", "--no-progress"])
+    compare = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["policies"]["bdl"]
+    assert joined["episodes"] == 2
+    for key in ("utility_rate", "cpu", "hops", "abandoned_total"):
+        assert joined[key]["mean"] == pytest.approx(compare[key]["mean"]) and \
+            joined[key]["std"] == pytest.approx(compare[key]["std"]), key

@@ -319,3 +319,20 @@ def test_several_workers_only_for_stateless_policies(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
+
+
+def test_schedule_decoder_releases_asks_of_finished_applications():
+    from heartbeats import map_ask, node, observe
+
+    """The ask cache keeps two generations: asks of applications that stopped asking are released, so memory
+    settles instead of growing until a count cap (found by benchmarks/soak.py under application churn)."""
+    from policy_engine.codec import ScheduleDecoder, encode_schedule
+
+    decoder = ScheduleDecoder(max_cached=1000, rotate_every=50)
+    for gen in range(20):  # 20 generations of applications, each asking on 100 heartbeats
+        asks = [map_ask(f"a{k}", f"app-{gen}-{k}", hosts={"n1": 1}, racks={"/r1": 1}, total=2) for k in range(5)]
+        data = encode_schedule(observe(node("n1"), asks)).SerializeToString()
+        for _ in range(100):
+            assert len(decoder.decode(data).asks) == 5
+        assert decoder.cached() <= 10  # this generation's asks, at most the last one's too
+    assert decoder.hits > 50 * decoder.misses

@@ -50,6 +50,7 @@ from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
 from policy_engine.features.deeprm import ImageSpec, render  # noqa: E402
 from policy_engine.policies.deeprm_pg import POLICY_NAME, PolicyNetwork, action_probs  # noqa: E402
+from policy_engine.policies.sjf import holds_back  # noqa: E402
 from policy_engine.policy import OptionError, create  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
@@ -77,12 +78,23 @@ class DeepRMPgConfig:
     # DeepRM's environment reads an empty slot or a job that does not fit as the void action; masking them out
     # of the softmax (default) spends no samples on learning that. The served policy follows the model's choice.
     mask_invalid: bool = True
+    # With masking: the void action is not offered while nothing runs and a slot job fits. Waiting then frees no
+    # room (the cluster is empty) and only delays; a greedy network that voids there would idle the cluster for
+    # good (a warm-started network did, on 2 of 50 validation job sets). The served policy follows the model.
+    keep_busy: bool = True
     # Optional warm start, as DeepRM's reference code offers (its pg_su): before REINFORCE, fit the network to a
     # heuristic's choices (cross-entropy) on `imitate_jobsets` of its episodes for `imitate_epochs` passes.
-    imitate: str = ""               # "" (none) or "sjf"
+    # "sjf-holdback" is SJF that keeps long jobs waiting while they would leave little room (DeepRM's learned
+    # behaviour as a rule); `imitate_rounds` > 1 adds DAgger rounds on the network's own states.
+    imitate: str = ""               # "", "sjf" or "sjf-holdback"
     imitate_jobsets: int = 200
     imitate_epochs: int = 20
     imitate_batch: int = 256
+    imitate_rounds: int = 1
+    rl_lr: float = 0.0              # Adam's lr for REINFORCE after a warm start (0: lr)
+    # Or start from a trained deeprm-pg model (e.g. a warm start saved by an earlier run): its weights, with a fresh
+    # optimiser at lr; its warm-start record and checksum go into this run's metadata.
+    init: str = ""
     loads: tuple[float, ...] = ()   # training loads, one per job set in turn; () = the scenario's load
     max_rollout_steps: int = 1000   # a training rollout stops after this many time steps
     eval_every: int = 10
@@ -111,8 +123,9 @@ class DeepRMPgConfig:
                     elif not isinstance(v, (list, tuple)):
                         v = [v]
                     values[k] = tuple(conv(x) for x in v)
-            if isinstance(values.get("mask_invalid"), str):
-                values["mask_invalid"] = values["mask_invalid"].lower() in ("1", "true", "yes")
+            for k in ("mask_invalid", "keep_busy"):
+                if isinstance(values.get(k), str):
+                    values[k] = values[k].lower() in ("1", "true", "yes")
             cfg = cls(**values)
             cfg.validate()
         except (ValueError, TypeError) as e:  # an out-of-range or mistyped --set
@@ -122,14 +135,16 @@ class DeepRMPgConfig:
     def validate(self) -> None:
         if not self.hidden or any(h <= 0 for h in self.hidden):
             raise ValueError(f"hidden must be positive layer sizes, got {self.hidden}")
-        for k in ("iterations", "jobsets", "rollouts", "eval_every", "eval_episodes", "checkpoint_every", "workers",
-                  "threads", "batch", "max_rollout_steps"):
+        for k in ("iterations", "jobsets", "rollouts", "eval_every", "imitate_rounds", "eval_episodes",
+                  "checkpoint_every", "workers", "threads", "batch", "max_rollout_steps"):
             if int(getattr(self, k)) < 1:
                 raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
         if self.rollouts < 2:
             raise ValueError("rollouts must be >= 2: the baseline is their mean")
-        if not 0 < self.lr < 1 or not 0 < self.discount <= 1:
-            raise ValueError("need 0 < lr < 1 and 0 < discount <= 1")
+        if not 0 < self.lr < 1 or not 0 <= self.rl_lr < 1 or not 0 < self.discount <= 1:
+            raise ValueError("need 0 < lr < 1, 0 <= rl_lr < 1 and 0 < discount <= 1")
+        if self.init and self.imitate:
+            raise ValueError("init and imitate are two warm starts; give one")
         if self.imitate not in ("", *TEACHERS):
             raise ValueError(f"imitate must be one of {', '.join(TEACHERS)} or empty, not {self.imitate!r}")
         if self.baseline not in ("time", "step"):
@@ -181,35 +196,48 @@ def sjf_action(sim: DeepRMSimulation, valid: np.ndarray) -> int:
     return int(fitting[np.argmin([sim.length[sim.slots[k]] for k in fitting])])
 
 
-TEACHERS = {"sjf": sjf_action}
+def holdback_action(sim: DeepRMSimulation, valid: np.ndarray) -> int:
+    """The `sjf-holdback` policy's next pick: SJF among the fitting slot jobs it does not hold back, else void."""
+    free = sim.free.tolist()
+    keep = [k for k in np.flatnonzero(valid[:-1])
+            if not holds_back(int(sim.length[sim.slots[k]]), sim.demand[sim.slots[k]].tolist(), free)]
+    if not keep:
+        return len(valid) - 1
+    return int(keep[np.argmin([sim.length[sim.slots[k]] for k in keep])])
+
+
+TEACHERS = {"sjf": sjf_action, "sjf-holdback": holdback_action}
 
 
 def play(config: DeepRMConfig, jobset_seed: int, net: PolicyNetwork | None, rng: np.random.Generator | None,
-         mask: bool, max_steps: int, teacher=None) -> Rollout:
+         mask: bool, max_steps: int, teacher=None, keep_busy: bool = False) -> Rollout:
     """One episode of the scenario, as emulator.scenarios.deeprm runs it: the stochastic policy (actions drawn
     with `rng`), with rng=None the greedy one (what the served `deeprm-pg` does), or with `teacher` a heuristic's
-    actions (for imitation)."""
+    actions (for imitation). With both `net` and `teacher`, the network acts and the recorded actions are the
+    teacher's choices in the states the network reaches (DAgger's labels). `keep_busy`: no void action while the
+    cluster is idle and a job fits (see DeepRMPgConfig.keep_busy)."""
     sim = DeepRMSimulation(config, jobset_seed)
     spec = config.spec
     m = spec.num_slots
     if net is not None:
         net.for_states(spec)
+    elif teacher is None:
+        raise ValueError("play needs a network, a teacher or both")
     states: list[tuple] = []
     valids, actions, steps, rewards = [], [], [], []
     while not sim.done and not sim.truncated and sim.t < max_steps:
         while True:
-            valid = np.array([j is not None and sim.fits(j) for j in sim.slots] + [True])
+            valid = np.array([j is not None and sim.fits(j) for j in sim.slots] + [not (keep_busy and not sim.running)])
             if not valid[:m].any():
                 break
             s = sim_state(sim, spec)
-            if teacher is not None:
-                a = teacher(sim, valid)
-            else:
+            label = a = teacher(sim, valid) if teacher is not None else -1
+            if net is not None:
                 p = action_probs(net.from_state(*s), valid if mask else None)
                 a = int(np.argmax(p)) if rng is None else int((np.cumsum(p) > rng.random()).argmax())
             states.append(s)
             valids.append(valid)
-            actions.append(a)
+            actions.append(a if teacher is None else label)
             steps.append(len(rewards))
             if a == m or not valid[a]:
                 break
@@ -275,11 +303,11 @@ def advantages(rollouts: list[Rollout], discount: float, baseline: str) -> list[
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(configs: list[DeepRMConfig], mask: bool, max_steps: int) -> None:
+def _init_worker(configs: list[DeepRMConfig], mask: bool, max_steps: int, keep_busy: bool = False) -> None:
     from policy_engine.policies.rl_fc import single_threaded_blas
 
     single_threaded_blas()
-    _WORKER.update(configs=configs, mask=mask, max_steps=max_steps)
+    _WORKER.update(configs=configs, mask=mask, max_steps=max_steps, keep_busy=keep_busy)
 
 
 def play_jobset(tensors: dict[str, np.ndarray], config_index: int, jobset_seed: int, rollout_seeds: list[list[int]]
@@ -287,7 +315,8 @@ def play_jobset(tensors: dict[str, np.ndarray], config_index: int, jobset_seed: 
     net = PolicyNetwork(tensors)
     cfg = _WORKER["configs"][config_index]
     net.for_states(cfg.spec)
-    return [play(cfg, jobset_seed, net, np.random.default_rng(s), _WORKER["mask"], _WORKER["max_steps"])
+    return [play(cfg, jobset_seed, net, np.random.default_rng(s), _WORKER["mask"], _WORKER["max_steps"],
+                 keep_busy=_WORKER["keep_busy"])
             for s in rollout_seeds]
 
 
@@ -332,6 +361,7 @@ class DeepRMPgTrainer:
         torch.set_num_threads(max(1, cfg.threads))
         torch.manual_seed(seed)
         self.scenario, self.cfg, self.seed, self.out = scenario, cfg, seed, out
+        self.keep_busy = cfg.keep_busy and cfg.mask_invalid
         self.spec: ImageSpec = config.spec
         self.configs = [dataclasses.replace(config, load=float(x), job_rate=None) for x in cfg.loads] or [config]
         self.net = make_network(self.spec.time_horizon * self.spec.width, self.spec.num_slots + 1, cfg.hidden)
@@ -365,9 +395,9 @@ class DeepRMPgTrainer:
                 self.pool = ProcessPoolExecutor(self.cfg.workers, mp_context=multiprocessing.get_context("fork"),
                                                 initializer=_init_worker,
                                                 initargs=(self.configs, self.cfg.mask_invalid,
-                                                          self.cfg.max_rollout_steps))
+                                                          self.cfg.max_rollout_steps, self.keep_busy))
             return list(self.pool.map(play_jobset, *zip(*jobs)))
-        _init_worker(self.configs, self.cfg.mask_invalid, self.cfg.max_rollout_steps)
+        _init_worker(self.configs, self.cfg.mask_invalid, self.cfg.max_rollout_steps, self.keep_busy)
         return [play_jobset(*job) for job in jobs]
 
     def gradient_step(self, jobsets: list[list[Rollout]]) -> float:
@@ -399,34 +429,69 @@ class DeepRMPgTrainer:
         return torch.log_softmax(logits, dim=1).gather(1, torch.from_numpy(cat["action"][sl])[:, None])[:, 0]
 
     def imitate(self) -> dict[str, Any]:
-        """The optional warm start: cross-entropy towards the teacher's actions on its own episodes."""
+        """The optional warm start: cross-entropy towards the teacher's actions. Round 1 plays the teacher's own
+        episodes; every further round (DAgger) lets the network play `imitate_jobsets` fresh job sets greedily,
+        adds the teacher's choices in the states it reached, and fits again on everything gathered so far."""
         t0 = time.perf_counter()
         teacher = TEACHERS[self.cfg.imitate]
-        base = self.cfg.train_seed + 10_000_000 * self.seed + 5_000_000
-        rollouts = [play(self.configs[k % len(self.configs)], base + k, None, None, self.cfg.mask_invalid,
-                         self.cfg.max_rollout_steps, teacher=teacher) for k in range(self.cfg.imitate_jobsets)]
-        cat = self.stack(rollouts)
-        n = len(cat["action"])
         rng = np.random.default_rng([self.seed, 7])
-        losses = []
-        for _ in range(self.cfg.imitate_epochs):
-            order = rng.permutation(n)
-            epoch = {k: v[order] for k, v in cat.items()}
-            total = 0.0
-            for lo in range(0, n, self.cfg.imitate_batch):
-                sl = slice(lo, lo + self.cfg.imitate_batch)
-                loss = -self.log_probs(epoch, sl).mean()
-                self.optim.zero_grad()
-                loss.backward()
-                self.optim.step()
-                total += float(loss.item()) * len(epoch["action"][sl])
-            losses.append(total / n)
-        with torch.no_grad():
-            agree = float(torch.exp(self.log_probs(cat, slice(0, n))).mean())
+        data: list[Rollout] = []
+        rounds = []
+        for rnd in range(self.cfg.imitate_rounds):
+            base = self.cfg.train_seed + 10_000_000 * self.seed + 5_000_000 + 100_000 * rnd
+            net = None
+            if rnd:
+                net = PolicyNetwork(network_tensors(self.net))
+                net.for_states(self.spec)
+            played = [play(self.configs[k % len(self.configs)], base + k, net, None, self.cfg.mask_invalid,
+                           self.cfg.max_rollout_steps, teacher=teacher, keep_busy=self.keep_busy)
+                      for k in range(self.cfg.imitate_jobsets)]
+            data += played
+            cat = self.stack(data)
+            n = len(cat["action"])
+            losses = []
+            for _ in range(self.cfg.imitate_epochs):
+                order = rng.permutation(n)
+                total = 0.0
+                for lo in range(0, n, self.cfg.imitate_batch):
+                    idx = order[lo:lo + self.cfg.imitate_batch]
+                    loss = -self.log_probs({k: v[idx] for k, v in cat.items()}, slice(None)).mean()
+                    self.optim.zero_grad()
+                    loss.backward()
+                    self.optim.step()
+                    total += float(loss.item()) * len(idx)
+                losses.append(round(total / n, 5))
+            with torch.no_grad():
+                logp = torch.cat([self.log_probs(cat, slice(lo, lo + self.cfg.batch))
+                                  for lo in range(0, n, self.cfg.batch)])
+            rounds.append({"round": rnd + 1, "decisions": n, "loss": losses,
+                           "student_slowdown": (float(np.mean([r.slowdown for r in played])) if rnd else None),
+                           "mean_prob_of_teacher_action": float(torch.exp(logp).mean()),
+                           "teacher_action_likeliest": float((logp > np.log(0.5)).float().mean())})
         self.imitation = {"teacher": self.cfg.imitate, "decisions": n, "epochs": self.cfg.imitate_epochs,
-                          "loss": losses, "mean_prob_of_teacher_action": agree,
+                          "rounds": rounds, "loss": rounds[-1]["loss"],
+                          "mean_prob_of_teacher_action": rounds[-1]["mean_prob_of_teacher_action"],
                           "seconds": round(time.perf_counter() - t0, 1)}
+        if self.cfg.rl_lr:
+            for group in self.optim.param_groups:
+                group["lr"] = self.cfg.rl_lr
         return self.imitation
+
+    def load_init(self) -> None:
+        """`init`: the weights of a deeprm-pg model with this run's network shape and image."""
+        from policy_engine.artifact import load_artifact
+
+        tensors, meta = load_artifact(self.cfg.init, policy=POLICY_NAME)
+        state = self.net.state_dict()
+        if set(tensors) != set(state) or any(tuple(tensors[k].shape) != tuple(v.shape) for k, v in state.items()):
+            raise ValueError(f"init model {self.cfg.init} has layers {sorted((k, tensors[k].shape) for k in tensors)}, "
+                             f"not this run's hidden={list(self.cfg.hidden)}")
+        if meta.get("image_spec", {}) != dataclasses.asdict(self.spec):
+            raise ValueError(f"init model {self.cfg.init} was trained on another image ({meta.get('image_spec')})")
+        self.net.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in tensors.items()})
+        self.imitation = {"init_model": self.cfg.init, "init_checksum": meta.get("checksum"),
+                          "init_model_version": meta.get("model_version"), "init_seed": meta.get("seed"),
+                          "init_hyperparameters": meta.get("hyperparameters"), **(meta.get("imitation") or {})}
 
     def run_iteration(self) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -459,7 +524,8 @@ class DeepRMPgTrainer:
         tensors = network_tensors(self.net)
         net = PolicyNetwork(tensors)
         net.for_states(self.spec)
-        runs = [play(self.scenario.config, s, net, None, self.cfg.mask_invalid, self.cfg.max_rollout_steps)
+        runs = [play(self.scenario.config, s, net, None, self.cfg.mask_invalid, self.cfg.max_rollout_steps,
+                     keep_busy=self.keep_busy)
                 for s in self.eval_seeds()]
         slow = np.array([r.slowdown for r in runs])
         m = {"slowdown": float(slow.mean()), "slowdown_std": float(slow.std())}
@@ -477,7 +543,8 @@ class DeepRMPgTrainer:
     # ---------------------------------------------------------------- files
 
     def policy_meta(self) -> dict[str, Any]:
-        return {"image_spec": dataclasses.asdict(self.spec), "mask_invalid": self.cfg.mask_invalid}
+        return {"image_spec": dataclasses.asdict(self.spec), "mask_invalid": self.cfg.mask_invalid,
+                "keep_busy": self.keep_busy}
 
     def metadata(self, metrics: dict[str, float], best: bool) -> dict[str, Any]:
         return {
@@ -590,12 +657,16 @@ def train_deeprm_pg(scenario: Scenario, episodes: int | None, seed: int, out: Pa
     trainer = DeepRMPgTrainer(scenario, cfg, seed, out)
     if resume:
         trainer.restore(ckpt)
+    if cfg.init and trainer.imitation is None:
+        trainer.load_init()   # before the baselines' episodes: a bad file fails at once
     trainer.evaluate_baselines()
     if cfg.imitate and trainer.imitation is None:
         t0 = time.perf_counter()
         trainer.imitate()
         trainer.train_seconds += time.perf_counter() - t0
         trainer.curve = []   # the warm-started network is iteration 0
+        trainer.evaluate()
+        trainer.checkpoint()   # a resume does not imitate again
     if not trainer.curve:
         trainer.evaluate()   # iteration 0: the untrained network
     trainer.wall_seconds += time.perf_counter() - started

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from policy_engine.types import JobCategory, RouteJob, RouteObservation
+from policy_engine.types import JobCategory, ObservationMismatch, RouteJob, RouteObservation
 
 RLFC_HISTORY = 100          # Table I: occupation statistics of the latest 100 steps
 RLFC_CLUSTER_DIM = 3 + RLFC_HISTORY
@@ -82,7 +82,7 @@ def occupation_traversal(history105: np.ndarray) -> np.ndarray:
     """RL-LSFC's traversal (Sec. 4.4, Fig. 4): segments of 15 starting every 10 steps, concatenated (105 -> 150)."""
     h = np.asarray(history105, dtype=np.float32)
     if h.shape != (LSFC_HISTORY,):
-        raise ValueError(f"occupation traversal needs {LSFC_HISTORY} values, got shape {h.shape}")
+        raise ObservationMismatch(f"occupation traversal needs {LSFC_HISTORY} values, got shape {h.shape}")
     return h[_TRAVERSAL_INDEX]
 
 
@@ -97,7 +97,7 @@ def _distribution(values: np.ndarray, where: str) -> np.ndarray:
     if d.size == 0:
         return np.zeros(DISTRIBUTION_SLOTS, dtype=np.float32)
     if d.size != DISTRIBUTION_SLOTS:
-        raise ValueError(f"{where}: a request distribution has {DISTRIBUTION_SLOTS} slots, got {d.size}")
+        raise ObservationMismatch(f"{where}: a request distribution has {DISTRIBUTION_SLOTS} slots, got {d.size}")
     return d
 
 

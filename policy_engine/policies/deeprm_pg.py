@@ -6,7 +6,8 @@ preferences (start the job of slot i, or the void action), starts the chosen job
 environment does (the job joins the cluster's occupancy, its slot takes the backlog's first job) and asks again,
 until it picks the void action or no slot job fits. Actions that cannot be taken (an empty slot, a job that does
 not fit) are masked out when the model was trained with `mask_invalid` (the default); otherwise picking one ends
-the step, as in DeepRM's environment.
+the step, as in DeepRM's environment. Models trained with `keep_busy` (the default) are not offered the void
+action while nothing runs and a job fits.
 
 The greedy choice (highest probability, first on ties) is the default; `sample=true` draws from the network's
 distribution instead, seeded by the request id so the policy stays a pure function of its observation. Inference
@@ -25,7 +26,7 @@ from policy_engine.artifact import ArtifactError, load_artifact
 from policy_engine.features.deeprm import BACKLOG, SLOT_TAG, ImageSpec, num_slots, since_newest_ask, slot_asks
 from policy_engine.policies.deeprm_random import request_rng
 from policy_engine.policies.rl_fc import single_threaded_blas
-from policy_engine.policy import SCHEDULE, Policy, register
+from policy_engine.policy import SCHEDULE, ObservationMismatch, Policy, register
 from policy_engine.types import Ask, Assignment, Locality, ScheduleDecision, ScheduleObservation
 
 POLICY_NAME = "deeprm-pg"
@@ -158,6 +159,7 @@ class DeepRMPgPolicy(Policy):
         except TypeError as e:
             raise ArtifactError(f"deeprm-pg model: bad image_spec in its metadata ({e})") from None
         self.mask_invalid = bool(self.meta.get("mask_invalid", True))
+        self.keep_busy = self.mask_invalid and bool(self.meta.get("keep_busy", False))
         self.network = PolicyNetwork(tensors)
         self.network.for_states(self.spec)
         if self.network.n_actions != self.spec.num_slots + 1:
@@ -173,7 +175,7 @@ class DeepRMPgPolicy(Policy):
         m = spec.num_slots
         stated = num_slots(obs, default=m)
         if stated != m:
-            raise ValueError(f"deeprm-pg model was trained for {m} job slots; the observation has {stated}")
+            raise ObservationMismatch(f"deeprm-pg model was trained for {m} job slots; the observation has {stated}")
         h = spec.time_horizon
         slots: list[Ask | None] = slot_asks(obs, m)
         backlog = [a for a in obs.asks if a.job is not None and a.job.tags.get(SLOT_TAG) == BACKLOG
@@ -196,7 +198,8 @@ class DeepRMPgPolicy(Policy):
         rng = request_rng(obs.request_id, self.seed) if self.sample else None
         out: list[Assignment] = []
         for _ in range(m + len(backlog)):
-            valid = np.array([a is not None and a.resource.fits_in(free) for a in slots] + [True])
+            idle = self.keep_busy and not obs.node.running and not out
+            valid = np.array([a is not None and a.resource.fits_in(free) for a in slots] + [not idle])
             if not valid[:m].any():
                 break
             logits = self.network.from_state(used, slot_len, slot_dem, len(backlog), since)

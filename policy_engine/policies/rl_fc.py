@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from policy_engine.artifact import ArtifactError, load_artifact
-from policy_engine.policy import ROUTE, Policy, register
+from policy_engine.policy import ROUTE, ObservationMismatch, Policy, register
 from policy_engine.types import RouteDecision, RouteObservation
 
 POLICY_NAME = "rl-fc"
@@ -97,11 +97,11 @@ class RlFcPolicy(Policy):
     def values(self, obs: RouteObservation) -> np.ndarray:
         """Action values, shape (buffered jobs, clusters), clusters in observation order."""
         if len(obs.clusters) != self.network.n_actions:
-            raise ValueError(f"rl-fc model was trained for {self.network.n_actions} clusters; the observation has "
+            raise ObservationMismatch(f"rl-fc model was trained for {self.network.n_actions} clusters; the observation has "
                              f"{len(obs.clusters)}")
         states = job_states(obs)
         if states.shape[1] != self.network.input_dim:
-            raise ValueError(f"rl-fc model expects {self.network.input_dim}-dimension states, got {states.shape[1]}")
+            raise ObservationMismatch(f"rl-fc model expects {self.network.input_dim}-dimension states, got {states.shape[1]}")
         return self.network(states)
 
     def route(self, obs: RouteObservation) -> RouteDecision:

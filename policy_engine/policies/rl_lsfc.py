@@ -23,7 +23,7 @@ import numpy as np
 
 from policy_engine.artifact import ArtifactError, load_artifact
 from policy_engine.policies.rl_fc import single_threaded_blas
-from policy_engine.policy import ROUTE, Policy, register
+from policy_engine.policy import ROUTE, ObservationMismatch, Policy, register
 from policy_engine.types import RouteDecision, RouteObservation
 
 POLICY_NAME = "rl-lsfc"
@@ -160,14 +160,14 @@ class RlLsfcPolicy(Policy):
 
     def _check(self, obs: RouteObservation) -> None:
         if len(obs.clusters) != self.network.n_actions:
-            raise ValueError(f"rl-lsfc model was trained for {self.network.n_actions} clusters; the observation has "
+            raise ObservationMismatch(f"rl-lsfc model was trained for {self.network.n_actions} clusters; the observation has "
                              f"{len(obs.clusters)}")
         caps, hetero = self.federation
         if caps is not None and hetero is not None:
             seen_caps = [c.capacity for c in obs.clusters]
             seen_hetero = [c.hetero_factor for c in obs.clusters]
             if seen_caps != list(caps) or not np.allclose(seen_hetero, hetero):
-                raise ValueError(f"rl-lsfc model was trained on clusters {list(caps)} with heterogeneity factors "
+                raise ObservationMismatch(f"rl-lsfc model was trained on clusters {list(caps)} with heterogeneity factors "
                                  f"{list(hetero)}; the observation has {seen_caps} with {seen_hetero}")
 
     def values(self, obs: RouteObservation) -> np.ndarray:
