@@ -115,7 +115,8 @@ class RlCapacitySchedulerTest {
       assertTrue(engine.metric("yarnrl_decisions_total", "rpc=\"schedule\"") >= m.getEngineDecisions());
       assertEquals("OK", m.getHandshakeState());
       assertEquals("yarnrl.v1", m.getEngineProtocolVersion());
-      assertEquals(0, m.getAsksInFlight(), m.toString());
+      // the last asks may still be out when the cluster fills; each comes back by its deadline
+      MockCluster.waitFor(() -> m.getAsksInFlight() == 0, "no ask in flight, have " + m);
     }
   }
 
