@@ -305,32 +305,45 @@ public class RlScheduler extends FifoSchedulerBase {
     for (Assignment a : response.getAssignmentsList()) {
       Snapshots.AskRef ref = snapshot.asks.get(a.getAskId());
       RlAppAttempt app = (RlAppAttempt) ref.app;
-      for (int i = 0; i < a.getCount(); i++) {
-        if (app.isStopped() || app.getPendingAsk(ref.key, ResourceRequest.ANY).getCount() <= 0) {
-          break; // the ask went while the answer was on its way (asked asynchronously): nothing left to place
+      // the application's monitor before its lock, as FifoScheduler's assignContainers and allocate take them: the
+      // other order deadlocks against an AM's allocate call (seen in RlSchedulerTest)
+      synchronized (app) {
+        String problem = applyAssignment(node, a, ref, app, response);
+        if (problem != null) {
+          return problem;
         }
-        NodeType type = localityOn(app, ref.key, node);
-        if (type == null) {
-          return a.getAskId() + " may not be placed on " + node.getNodeName() + " (locality constraints)";
-        }
-        if (!Resources.fitsIn(ref.capability, node.getUnallocatedResource())) {
-          return a.getAskId() + " does not fit " + node.getNodeName();
-        }
-        Container container = BuilderUtils.newContainer(
-            BuilderUtils.newContainerId(app.getApplicationAttemptId(), app.getNewContainerId()),
-            node.getRMNode().getNodeID(), node.getRMNode().getHttpAddress(), ref.capability,
-            ref.key.getPriority(), null, ref.key.getAllocationRequestId());
-        RMContainer rmContainer = app.allocate(type, node, ref.key, container);
-        if (rmContainer == null) {
-          return a.getAskId() + " has no outstanding containers left";
-        }
-        node.allocateContainer(rmContainer);
-        increaseUsedResources(rmContainer);
-        rlMetrics.engineContainers.increment();
-        Locality locality = type == NodeType.NODE_LOCAL && a.getLocality() == Locality.LOCALITY_CACHE_LOCAL
-            ? Locality.LOCALITY_CACHE_LOCAL : locality(type);
-        reportStarted(container, app, ref.key, node, locality, response.getDecisionId());
       }
+    }
+    return null;
+  }
+
+  private String applyAssignment(FiCaSchedulerNode node, Assignment a, Snapshots.AskRef ref, RlAppAttempt app,
+      ScheduleResponse response) {
+    for (int i = 0; i < a.getCount(); i++) {
+      if (app.isStopped() || app.getPendingAsk(ref.key, ResourceRequest.ANY).getCount() <= 0) {
+        break; // the ask went while the answer was on its way (asked asynchronously): nothing left to place
+      }
+      NodeType type = localityOn(app, ref.key, node);
+      if (type == null) {
+        return a.getAskId() + " may not be placed on " + node.getNodeName() + " (locality constraints)";
+      }
+      if (!Resources.fitsIn(ref.capability, node.getUnallocatedResource())) {
+        return a.getAskId() + " does not fit " + node.getNodeName();
+      }
+      Container container = BuilderUtils.newContainer(
+          BuilderUtils.newContainerId(app.getApplicationAttemptId(), app.getNewContainerId()),
+          node.getRMNode().getNodeID(), node.getRMNode().getHttpAddress(), ref.capability,
+          ref.key.getPriority(), null, ref.key.getAllocationRequestId());
+      RMContainer rmContainer = app.allocate(type, node, ref.key, container);
+      if (rmContainer == null) {
+        return a.getAskId() + " has no outstanding containers left";
+      }
+      node.allocateContainer(rmContainer);
+      increaseUsedResources(rmContainer);
+      rlMetrics.engineContainers.increment();
+      Locality locality = type == NodeType.NODE_LOCAL && a.getLocality() == Locality.LOCALITY_CACHE_LOCAL
+          ? Locality.LOCALITY_CACHE_LOCAL : locality(type);
+      reportStarted(container, app, ref.key, node, locality, response.getDecisionId());
     }
     return null;
   }

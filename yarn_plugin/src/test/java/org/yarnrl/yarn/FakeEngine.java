@@ -23,7 +23,12 @@ final class FakeEngine implements AutoCloseable {
   private final Server server;
 
   FakeEngine(String protocolVersion, Function<ScheduleRequest, ScheduleResponse> answer) throws Exception {
-    server = ServerBuilder.forPort(0).addService(new PolicyEngineGrpc.PolicyEngineImplBase() {
+    this(0, protocolVersion, answer);
+  }
+
+  /** On a fixed port (0: any), so that another engine can take the same address after this one stops. */
+  FakeEngine(int port, String protocolVersion, Function<ScheduleRequest, ScheduleResponse> answer) throws Exception {
+    server = ServerBuilder.forPort(port).addService(new PolicyEngineGrpc.PolicyEngineImplBase() {
       @Override
       public void getInfo(GetInfoRequest req, StreamObserver<GetInfoResponse> out) {
         infoCalls.incrementAndGet();
@@ -73,7 +78,8 @@ final class FakeEngine implements AutoCloseable {
   }
 
   @Override
-  public void close() {
+  public void close() throws InterruptedException {
     server.shutdownNow();
+    server.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
   }
 }

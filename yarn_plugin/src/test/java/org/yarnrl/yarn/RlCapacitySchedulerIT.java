@@ -58,14 +58,14 @@ class RlCapacitySchedulerIT {
 
         Configuration jobConf = new Configuration(cluster.jobConf());
         jobConf.set(MRJobConfig.QUEUE_NAME, "analytics");
-        Job job = Workloads.submitSleep(jobConf, 4, 500, 512);
+        Job job = Workloads.submitSleep(jobConf, 2, 100, 512); // small: the cluster's boot is most of the time
         Workloads.Result r = Workloads.finish("sleep-analytics", job, System.nanoTime());
         assertTrue(r.succeeded, r.toString());
-        assertEquals(4, r.counter(JobCounter.TOTAL_LAUNCHED_MAPS), r.toString());
+        assertEquals(2, r.counter(JobCounter.TOTAL_LAUNCHED_MAPS), r.toString());
         // the AM, the maps and the reduce of an engine queue: placed by the engine unless a call failed
         assertTrue(m.getEngineDecisions() > 0, m.toString());
         assertTrue(m.getEngineContainers() > 0, m.toString());
-        assertTrue(m.getEngineContainers() + m.getNativeContainers() >= 6, m.toString());
+        assertTrue(m.getEngineContainers() + m.getNativeContainers() >= 4, m.toString()); // AM, 2 maps, reduce
         assertTrue(engine.metric("yarnrl_decisions_total", "rpc=\"schedule\"") >= m.getEngineDecisions());
         assertEquals("root.analytics",
             ((CapacityScheduler) cs).getQueue("analytics").getQueuePath());

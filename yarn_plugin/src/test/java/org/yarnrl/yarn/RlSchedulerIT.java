@@ -238,7 +238,8 @@ class RlSchedulerIT {
     long containersBefore = metrics.getEngineContainers();
     // 1536 MB maps: two per node next to the AM, so the 12 maps come in waves and some are still pending at the kill
     Job job = Workloads.submitSleep(cluster.jobConf(), 12, 3000, 1536);
-    long until = System.currentTimeMillis() + 120_000;
+    // generous: at load average 70 the MapReduce AM alone took 120 s to register
+    long until = System.currentTimeMillis() + 360_000;
     while (metrics.getEngineContainers() < containersBefore + 2 && System.currentTimeMillis() < until) {
       Thread.sleep(50); // the AM and at least one map placed by the engine
     }
