@@ -12,7 +12,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -77,6 +77,20 @@ class ReplayRun:
 
     def train_seed(self, episode: int) -> int:
         return self.cfg.train_seed + 100_000 * self.seed + episode
+
+    def fit_minibatches(self, n: int, loss_of: Callable[[slice], torch.Tensor]) -> float:
+        """One training pass over n sampled decisions in minibatches of cfg.minibatch (loss_of gives a slice's loss);
+        the mean loss. The behaviour policy then follows the updated network."""
+        losses = []
+        self.net.train()
+        for start in range(0, n, self.cfg.minibatch):
+            loss = loss_of(slice(start, start + self.cfg.minibatch))
+            self.optim.zero_grad()
+            loss.backward()
+            self.optim.step()
+            losses.append(loss.item())
+        self._sync_behaviour()
+        return float(np.mean(losses))
 
     # ---------------------------------------------------------------- hooks
 

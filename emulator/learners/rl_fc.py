@@ -401,18 +401,12 @@ class RlFcTrainer(ReplayRun):
             return None
         s, a, v = self.buffer.sample(self.cfg.train_samples, self.rng)
         s, a, v = torch.from_numpy(s), torch.from_numpy(a), torch.from_numpy(v)
-        losses = []
-        self.net.train()
-        for start in range(0, len(a), self.cfg.minibatch):
-            sl = slice(start, start + self.cfg.minibatch)
+
+        def loss_of(sl: slice) -> torch.Tensor:
             q = self.net(s[sl]).gather(1, a[sl, None]).squeeze(1)
-            loss = torch.nn.functional.mse_loss(q, v[sl])
-            self.optim.zero_grad()
-            loss.backward()
-            self.optim.step()
-            losses.append(loss.item())
-        self._sync_behaviour()
-        return float(np.mean(losses))
+            return torch.nn.functional.mse_loss(q, v[sl])
+
+        return self.fit_minibatches(len(a), loss_of)
 
     # ---------------------------------------------------------------- evaluation
 

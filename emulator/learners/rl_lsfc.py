@@ -384,19 +384,13 @@ class RlLsfcTrainer(ReplayRun):
         temporal, rest = lsfc_split(s, self.n_actions)
         temporal, rest = torch.from_numpy(np.ascontiguousarray(temporal)), torch.from_numpy(rest)
         a, v = torch.from_numpy(a), torch.from_numpy(v)
-        losses = []
-        self.net.train()
-        for start in range(0, len(a), self.cfg.minibatch):
-            sl = slice(start, start + self.cfg.minibatch)
+
+        def loss_of(sl: slice) -> torch.Tensor:
             comp = self.net(temporal[sl], rest[sl])                                   # (b, 3, C)
             taken = comp.gather(2, a[sl, None, None].expand(-1, len(HEADS), 1)).squeeze(2)  # (b, 3)
-            loss = torch.nn.functional.mse_loss(taken, v[sl])
-            self.optim.zero_grad()
-            loss.backward()
-            self.optim.step()
-            losses.append(loss.item())
-        self._sync_behaviour()
-        return float(np.mean(losses))
+            return torch.nn.functional.mse_loss(taken, v[sl])
+
+        return self.fit_minibatches(len(a), loss_of)
 
     # ---------------------------------------------------------------- evaluation
 
