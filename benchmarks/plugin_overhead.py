@@ -42,8 +42,8 @@ def main(argv=None) -> int:
     cmd = [mvn, "-B", "-q", "-f", str(POM), "verify", "-Dit.test=PluginOverheadBenchmarkIT",
            "-Dyarnrl.benchmark=true", f"-Dyarnrl.bench.client-seconds={args.client_seconds}", f"-Dyarnrl.bench.rounds={args.rounds}",
            f"-Dyarnrl.python={sys.executable}"]
-    print("running:", " ".join(cmd), flush=True)
-    rc = subprocess.run(cmd).returncode
+    print("running:", " ".join(cmd), file=sys.stderr, flush=True)
+    rc = subprocess.run(cmd, stdout=2).returncode  # Maven's output is progress; stdout ends in the JSON
     if rc != 0 or not RESULT.exists():
         raise SystemExit(f"plugin_overhead: Maven benchmark failed (exit {rc}); see yarn_plugin/target/failsafe-reports")
     result = json.loads(RESULT.read_text())

@@ -86,7 +86,9 @@ def build_plugin(test_class: str = "org.yarnrl.yarn.LocalityLab") -> None:
         raise SystemExit("real_locality: Maven (mvn) is not on PATH; it builds the plugin and the mini cluster")
     cmd = [mvn, "-B", "-q", "-f", str(PLUGIN / "pom.xml"), "package", "-DskipTests"]
     log("building the plugin:", " ".join(cmd))
-    if subprocess.run(cmd).returncode != 0:
+    # Maven's output goes to stderr: stdout carries the benchmark's own lines, the last one JSON (fd 2; Maven 3.9 writes
+    # colour-reset codes to stdout even with -B -q, which broke that last line on a fresh checkout)
+    if subprocess.run(cmd, stdout=2).returncode != 0:
         raise SystemExit("real_locality: the plugin build failed")
 
 

@@ -63,3 +63,19 @@ def test_engine_options_become_container_arguments_and_mounts(tmp_path):
     assert policy == "clqlmrs" and args == ["--model", "/models/q.safetensors"]
     assert settings == ["max_wait=2", "save_to=/state/online.safetensors"]
     assert volumes == {str(model.parent.resolve()): ("/models", "ro"), str(state.parent.resolve()): ("/state", "rw")}
+
+
+def test_the_plugin_builds_output_goes_to_stderr_not_stdout(tmp_path, monkeypatch, capfd):
+    """Maven (3.9, even with -B -q) writes colour-reset codes to stdout; a benchmark run with --json on a fresh
+    checkout builds the plugin first, and those bytes once prefixed its JSON line. The build's output must go to
+    stderr. A stand-in `mvn` on PATH writes to stdout the way Maven does."""
+    fake = tmp_path / "mvn"
+    fake.write_text("#!/bin/sh\nprintf '\\033[0m\\033[0m'\necho 'BUILD SUCCESS'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setattr(rl, "_stale", lambda test_class: True)
+    rl.build_plugin()
+    out, err = capfd.readouterr()
+    assert "\033" not in out and "BUILD SUCCESS" not in out
+    assert out.splitlines()[-1].startswith("building the plugin:")  # the benchmark's own progress line stays
+    assert "\033[0m\033[0mBUILD SUCCESS" in err
