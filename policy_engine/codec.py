@@ -43,6 +43,7 @@ from policy_engine.types import (
 # Bounds on one request; larger ones are refused rather than letting one caller stall the engine.
 MAX_ASKS = 10_000
 MAX_LOCALITY_ENTRIES = 10_000
+MAX_LOCALITY_NAMES = 10_000_000  # ResourceAsk.locality_names: hosts and racks of a whole ask (a cluster's size)
 MAX_ROUTE_JOBS = 1_000
 MAX_CLUSTERS = 1_000
 MAX_HISTORY = 10_000
@@ -151,7 +152,7 @@ def _ask(a: pb.ResourceAsk, i: int, seen: set[str]) -> Ask:
     resource = _check_resource(a.resource)
     if (not ask_id or ask_id in seen or num < 0 or num > MAX_CONTAINERS_PER_ASK or resource is None
             or (resource.memory_mb == 0 and resource.vcores == 0 and not any(resource.extra.values()))
-            or len(a.locality) > MAX_LOCALITY_ENTRIES):
+            or len(a.locality) > MAX_LOCALITY_ENTRIES or not 0 <= a.locality_names <= MAX_LOCALITY_NAMES):
         _raise_ask_error(a, i, seen)
     locality = tuple([LocalityRequest(lr.resource_name, lr.num_containers, lr.relax_locality)
                       for lr in a.locality])
@@ -160,7 +161,8 @@ def _ask(a: pb.ResourceAsk, i: int, seen: set[str]) -> Ask:
             _raise_ask_error(a, i, seen)
     return Ask(ask_id, a.application_id, a.attempt_id, a.queue or "default", a.user, a.priority,
                a.allocation_request_id, resource, num, locality, a.submit_time_ms,
-               _job(a.job, f"asks[{i}].job") if a.HasField("job") else None, a.relax_locality)
+               _job(a.job, f"asks[{i}].job") if a.HasField("job") else None, a.relax_locality,
+               locality_names=a.locality_names)
 
 
 def _cluster(c: pb.ClusterSummary) -> ClusterSummary:
@@ -400,6 +402,8 @@ def _raise_ask_error(a: pb.ResourceAsk, i: int, seen: set[str]) -> None:
         raise InvalidRequest(f"{where}.num_containers: {a.num_containers} outside [0, {MAX_CONTAINERS_PER_ASK}]")
     if len(a.locality) > MAX_LOCALITY_ENTRIES:
         raise InvalidRequest(f"{where}.locality: {len(a.locality)} entries exceed {MAX_LOCALITY_ENTRIES}")
+    if not 0 <= a.locality_names <= MAX_LOCALITY_NAMES:
+        raise InvalidRequest(f"{where}.locality_names: {a.locality_names} outside [0, {MAX_LOCALITY_NAMES}]")
     for j, lr in enumerate(a.locality):
         if not lr.resource_name:
             raise InvalidRequest(f"{where}.locality[{j}].resource_name: empty")
@@ -427,7 +431,7 @@ def encode_schedule(obs: ScheduleObservation) -> pb.ScheduleRequest:
         m = req.asks.add(
             ask_id=a.ask_id, application_id=a.application_id, attempt_id=a.attempt_id, queue=a.queue, user=a.user,
             priority=a.priority, allocation_request_id=a.allocation_request_id, num_containers=a.num_containers,
-            submit_time_ms=a.submit_time_ms, relax_locality=a.relax_locality,
+            submit_time_ms=a.submit_time_ms, relax_locality=a.relax_locality, locality_names=a.locality_names,
         )
         _resource_pb(a.resource, m.resource)
         for lr in a.locality:

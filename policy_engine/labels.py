@@ -170,7 +170,7 @@ class LocalityLabeler:
             job = ask.job
             if job is None or not (job.input_blocks or job.input_paths):
                 continue
-            is_map = any(lr.resource_name != "*" for lr in ask.locality)
+            is_map = ask.names_places
             app = self._app(ask.application_id)
             if job.input_paths and not app.paths:
                 app.paths = tuple(job.input_paths)

@@ -52,9 +52,7 @@ class AskOnNode:
     @property
     def unique_locations(self) -> int:
         """Distinct resource names asked for, "*" included (CapacityScheduler's uniqLocationAsks)."""
-        names = {lr.resource_name for lr in self.ask.locality}
-        names.add(ANY)
-        return len(names)
+        return self.ask.unique_locations
 
     def available(self, level: Locality) -> int:
         """How many containers could be placed at exactly this level now."""

@@ -154,11 +154,29 @@ class Ask:
     # Node heartbeats this ask has been offered since its last node- or rack-local assignment, this one included
     # (YARN's SchedulerApplicationAttempt scheduling opportunities). Filled in by the engine, not the caller.
     scheduling_opportunities: int = 0
+    # Distinct host and rack names of the whole ask when `locality` holds only the entries for the request's node
+    # (the plugin sends it so: the other hosts' entries cannot change a decision on this node); 0 = `locality` is
+    # the whole list.
+    locality_names: int = 0
 
     @property
     def key(self) -> tuple[str, int, int, int]:
         """Identity across heartbeats: the application attempt and its scheduler key."""
         return (self.application_id, self.attempt_id, self.priority, self.allocation_request_id)
+
+    @property
+    def names_places(self) -> bool:
+        """Whether the ask names hosts or racks (a map task's ask), not only "*"."""
+        return self.locality_names > 0 or any(lr.resource_name != ANY for lr in self.locality)
+
+    @property
+    def unique_locations(self) -> int:
+        """Distinct resource names asked for, "*" included (CapacityScheduler's uniqLocationAsks)."""
+        if self.locality_names > 0:
+            return self.locality_names + 1
+        names = {lr.resource_name for lr in self.locality}
+        names.add(ANY)
+        return len(names)
 
     def locality_count(self, name: str) -> int:
         for lr in self.locality:

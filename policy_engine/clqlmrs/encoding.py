@@ -50,7 +50,7 @@ def has_locality_preference(ask: Ask) -> bool:
     """Map-like asks (input blocks or host/rack entries) are learned; others (reduces, AMs) are placed FIFO."""
     if ask.job is not None and ask.job.input_blocks:
         return True
-    return any(lr.resource_name != "*" for lr in ask.locality)
+    return ask.names_places
 
 
 def placement(view: AskOnNode, node: Node, counts: np.ndarray | None = None) -> tuple[LocalityState, Locality] | None:

@@ -144,7 +144,7 @@ class LocalityRequest(_message.Message):
     def __init__(self, resource_name: _Optional[str] = ..., num_containers: _Optional[int] = ..., relax_locality: _Optional[bool] = ...) -> None: ...
 
 class ResourceAsk(_message.Message):
-    __slots__ = ("ask_id", "application_id", "attempt_id", "queue", "user", "priority", "allocation_request_id", "resource", "num_containers", "locality", "submit_time_ms", "job", "relax_locality", "queue_path", "user_headroom", "partition")
+    __slots__ = ("ask_id", "application_id", "attempt_id", "queue", "user", "priority", "allocation_request_id", "resource", "num_containers", "locality", "submit_time_ms", "job", "relax_locality", "queue_path", "user_headroom", "partition", "locality_names")
     ASK_ID_FIELD_NUMBER: _ClassVar[int]
     APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -161,6 +161,7 @@ class ResourceAsk(_message.Message):
     QUEUE_PATH_FIELD_NUMBER: _ClassVar[int]
     USER_HEADROOM_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LOCALITY_NAMES_FIELD_NUMBER: _ClassVar[int]
     ask_id: str
     application_id: str
     attempt_id: int
@@ -177,7 +178,8 @@ class ResourceAsk(_message.Message):
     queue_path: str
     user_headroom: Resource
     partition: str
-    def __init__(self, ask_id: _Optional[str] = ..., application_id: _Optional[str] = ..., attempt_id: _Optional[int] = ..., queue: _Optional[str] = ..., user: _Optional[str] = ..., priority: _Optional[int] = ..., allocation_request_id: _Optional[int] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., num_containers: _Optional[int] = ..., locality: _Optional[_Iterable[_Union[LocalityRequest, _Mapping]]] = ..., submit_time_ms: _Optional[int] = ..., job: _Optional[_Union[JobMetadata, _Mapping]] = ..., relax_locality: _Optional[bool] = ..., queue_path: _Optional[str] = ..., user_headroom: _Optional[_Union[Resource, _Mapping]] = ..., partition: _Optional[str] = ...) -> None: ...
+    locality_names: int
+    def __init__(self, ask_id: _Optional[str] = ..., application_id: _Optional[str] = ..., attempt_id: _Optional[int] = ..., queue: _Optional[str] = ..., user: _Optional[str] = ..., priority: _Optional[int] = ..., allocation_request_id: _Optional[int] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., num_containers: _Optional[int] = ..., locality: _Optional[_Iterable[_Union[LocalityRequest, _Mapping]]] = ..., submit_time_ms: _Optional[int] = ..., job: _Optional[_Union[JobMetadata, _Mapping]] = ..., relax_locality: _Optional[bool] = ..., queue_path: _Optional[str] = ..., user_headroom: _Optional[_Union[Resource, _Mapping]] = ..., partition: _Optional[str] = ..., locality_names: _Optional[int] = ...) -> None: ...
 
 class ClusterSummary(_message.Message):
     __slots__ = ("num_nodes", "num_racks", "total", "unallocated")

@@ -2,6 +2,8 @@ package org.yarnrl.yarn;
 
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.management.ObjectName;
+import org.apache.hadoop.metrics2.util.MBeans;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.api.records.NodeId;
 import org.apache.hadoop.yarn.exceptions.YarnRuntimeException;
@@ -28,6 +30,8 @@ import org.yarnrl.v1.ScheduleResponse;
  */
 final class EnginePath implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(EnginePath.class);
+  /** policy_engine/codec.py MAX_ASKS: the engine refuses a request with more asks. */
+  static final int MAX_ASKS_ENGINE = 10_000;
 
   /** An answer to one node's ask, or why there is none. */
   static final class Answer {
@@ -53,15 +57,17 @@ final class EnginePath implements AutoCloseable {
   final RlSchedulerMetrics metrics;
   /** The engine whose answer the scheduler took last (scheduler thread only): failed/invalid/applied go to it. */
   private EngineClient taken;
+  private final Snapshots.Builder snapshots;
   private final ConcurrentHashMap<NodeId, Snapshots.Snapshot> inFlight = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<NodeId, Answer> ready = new ConcurrentHashMap<>();
   private final AtomicLong requestSeq = new AtomicLong();
   private volatile RMContext rmContext;
   private volatile boolean invalidAnswerLogged;
 
-  private EnginePath(EngineFailover engines, RlSchedulerMetrics metrics) {
+  private EnginePath(EngineFailover engines, RlSchedulerMetrics metrics, int maxAsks) {
     this.engines = engines;
     this.metrics = metrics;
+    this.snapshots = new Snapshots.Builder(maxAsks, metrics);
     for (EngineClient c : engines.clients()) {
       handshakes.put(c, new EngineHandshake(c, metrics, 200, 1000));
     }
@@ -85,6 +91,11 @@ final class EnginePath implements AutoCloseable {
     if (deadline <= 0) {
       throw new YarnRuntimeException(RlScheduler.DEADLINE_MS + " must be positive, got " + deadline);
     }
+    int maxAsks = conf.getInt(RlScheduler.SNAPSHOT_MAX_ASKS, RlScheduler.DEFAULT_SNAPSHOT_MAX_ASKS);
+    if (maxAsks <= 0 || maxAsks > MAX_ASKS_ENGINE) {
+      throw new YarnRuntimeException(RlScheduler.SNAPSHOT_MAX_ASKS + " must be in [1, " + MAX_ASKS_ENGINE
+          + "] (the engine refuses larger requests), got " + maxAsks);
+    }
     EngineFailover engines;
     try {
       // one engine or a failover list; TLS/mTLS/token from yarnrl.engine.tls.* and yarnrl.engine.token-file
@@ -96,8 +107,30 @@ final class EnginePath implements AutoCloseable {
       throw new YarnRuntimeException("yarn-rl engine settings: " + e.getMessage(), e);
     }
     metrics.breakerState = EngineClient.Breaker.CLOSED.name();
-    LOG.info("yarn-rl {}: engine at {}, deadline {} ms, asked asynchronously", schedulerName, address, deadline);
-    return new EnginePath(engines, metrics);
+    LOG.info("yarn-rl {}: engine at {}, deadline {} ms, asked asynchronously, at most {} asks per snapshot",
+        schedulerName, address, deadline, maxAsks);
+    return new EnginePath(engines, metrics, maxAsks);
+  }
+
+  /** The plugin's JMX bean, registered when the scheduler starts (with or without an engine). */
+  static ObjectName registerBean(RlSchedulerMetrics metrics) {
+    return MBeans.register("ResourceManager", "RlScheduler", metrics);
+  }
+
+  /** The scheduler stops: its bean and its engine path (either may be null) go, and the counters are logged. */
+  static void stop(ObjectName bean, EnginePath engine, RlSchedulerMetrics metrics, String schedulerName) {
+    if (bean != null) {
+      MBeans.unregister(bean);
+    }
+    if (engine != null) {
+      engine.close();
+    }
+    LOG.info("{} stopped: {}", schedulerName, metrics);
+  }
+
+  /** Where this scheduler's heartbeat snapshots are built (bounded, cached between heartbeats). */
+  Snapshots.Builder snapshots() {
+    return snapshots;
   }
 
   /** Where answers re-dispatch their node's update (set once the scheduler has its RM context). */

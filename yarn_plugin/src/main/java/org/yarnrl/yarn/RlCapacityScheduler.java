@@ -8,7 +8,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.management.ObjectName;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.metrics2.util.MBeans;
 import org.apache.hadoop.yarn.api.records.ApplicationAttemptId;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.ContainerId;
@@ -149,19 +148,13 @@ public class RlCapacityScheduler extends CapacityScheduler {
   @Override
   public void serviceStart() throws Exception {
     super.serviceStart();
-    mbeanName = MBeans.register("ResourceManager", "RlScheduler", rlMetrics);
+    mbeanName = EnginePath.registerBean(rlMetrics);
   }
 
   @Override
   public void serviceStop() throws Exception {
-    if (mbeanName != null) {
-      MBeans.unregister(mbeanName);
-      mbeanName = null;
-    }
-    if (engine != null) {
-      engine.close();
-    }
-    LOG.info("RlCapacityScheduler stopped: {}", rlMetrics);
+    EnginePath.stop(mbeanName, engine, rlMetrics, "RlCapacityScheduler");
+    mbeanName = null;
     super.serviceStop();
   }
 
@@ -266,8 +259,8 @@ public class RlCapacityScheduler extends CapacityScheduler {
     Snapshots.Snapshot snapshot;
     readLock.lock();
     try {
-      snapshot = Snapshots.build(engine.nextRequestId(), node, attempts, jobs, Snapshots.cluster(this, racks),
-          System.currentTimeMillis());
+      snapshot = engine.snapshots().build(engine.nextRequestId(), node, attempts, jobs,
+          Snapshots.cluster(this, racks), System.currentTimeMillis());
     } finally {
       readLock.unlock();
     }
@@ -424,6 +417,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
         AppRemovedSchedulerEvent removed = (AppRemovedSchedulerEvent) event;
         Snapshots.JobInfo job = jobs.remove(removed.getApplicationID());
         if (engine != null) {
+          engine.snapshots().forget(removed.getApplicationID());
           long runtime = job == null ? 0 : System.currentTimeMillis() - job.submitTimeMs;
           engine.report(Event.newBuilder().setTimestampMs(System.currentTimeMillis())
               .setJobFinished(JobFinished.newBuilder().setJobId(removed.getApplicationID().toString())

@@ -7,7 +7,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.management.ObjectName;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.metrics2.util.MBeans;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.Container;
 import org.apache.hadoop.yarn.api.records.ContainerId;
@@ -56,7 +55,8 @@ import org.yarnrl.v1.ScheduleResponse;
  * <p>Settings (yarn-site.xml, also read by RlCapacityScheduler): {@value #ENGINE_ADDRESS} (host:port, empty =
  * native only), {@value #DEADLINE_MS} (default {@value #DEFAULT_DEADLINE_MS}), {@value #BREAKER_FAILURES} (default
  * {@value #DEFAULT_BREAKER_FAILURES}), {@value #BREAKER_OPEN_MS} (default {@value #DEFAULT_BREAKER_OPEN_MS}),
- * {@value #REPORT_INTERVAL_MS} (default {@value #DEFAULT_REPORT_INTERVAL_MS}). Counters: JMX bean
+ * {@value #REPORT_INTERVAL_MS} (default {@value #DEFAULT_REPORT_INTERVAL_MS}), {@value #SNAPSHOT_MAX_ASKS} (default
+ * {@value #DEFAULT_SNAPSHOT_MAX_ASKS}). Counters: JMX bean
  * {@code Hadoop:service=ResourceManager,name=RlScheduler}.
  */
 public class RlScheduler extends FifoSchedulerBase {
@@ -71,6 +71,9 @@ public class RlScheduler extends FifoSchedulerBase {
   public static final long DEFAULT_BREAKER_OPEN_MS = 10_000;
   public static final String REPORT_INTERVAL_MS = "yarnrl.engine.report.interval-ms";
   public static final long DEFAULT_REPORT_INTERVAL_MS = 200;
+  /** The most asks one heartbeat's snapshot carries (the first in FIFO order); the engine refuses over 10,000. */
+  public static final String SNAPSHOT_MAX_ASKS = "yarnrl.engine.snapshot.max-asks";
+  public static final int DEFAULT_SNAPSHOT_MAX_ASKS = 1000;
 
   /** What a node update did: nothing to decide, an engine answer applied, native scheduling, an ask sent. */
   private enum Handled { IDLE, ENGINE, NATIVE, ASKED }
@@ -100,19 +103,13 @@ public class RlScheduler extends FifoSchedulerBase {
   @Override
   public void serviceStart() throws Exception {
     super.serviceStart();
-    mbeanName = MBeans.register("ResourceManager", "RlScheduler", rlMetrics);
+    mbeanName = EnginePath.registerBean(rlMetrics);
   }
 
   @Override
   public void serviceStop() throws Exception {
-    if (mbeanName != null) {
-      MBeans.unregister(mbeanName);
-      mbeanName = null;
-    }
-    if (engine != null) {
-      engine.close();
-    }
-    LOG.info("yarn-rl scheduler stopped: {}", rlMetrics);
+    EnginePath.stop(mbeanName, engine, rlMetrics, "RlScheduler");
+    mbeanName = null;
     super.serviceStop();
   }
 
@@ -145,6 +142,9 @@ public class RlScheduler extends FifoSchedulerBase {
     boolean known = applications.containsKey(applicationId);
     super.doneApplication(applicationId, finalState);
     Snapshots.JobInfo job = jobs.remove(applicationId);
+    if (engine != null) {
+      engine.snapshots().forget(applicationId);
+    }
     if (known) {
       long runtime = job == null ? 0 : System.currentTimeMillis() - job.submitTimeMs;
       report(Event.newBuilder().setJobFinished(JobFinished.newBuilder().setJobId(applicationId.toString())
@@ -262,7 +262,7 @@ public class RlScheduler extends FifoSchedulerBase {
         attempts.add(attempt);
       }
     }
-    Snapshots.Snapshot snapshot = Snapshots.build(engine.nextRequestId(), node, attempts, jobs,
+    Snapshots.Snapshot snapshot = engine.snapshots().build(engine.nextRequestId(), node, attempts, jobs,
         clusterSummary(), System.currentTimeMillis());
     if (snapshot.asks.isEmpty()) {
       return Handled.IDLE; // nothing pending: nothing to decide, natively or not

@@ -65,6 +65,21 @@ public interface RlSchedulerMXBean {
 
   long getReportFailures();
 
+  /** Snapshots built for the engine (one per ask sent). */
+  long getSnapshots();
+
+  /** Asks in those snapshots, in all. */
+  long getSnapshotAsks();
+
+  /** Asks whose message was built (new or changed); the other asks of a snapshot reuse the message built before. */
+  long getSnapshotAsksBuilt();
+
+  /** Host and rack entries in those snapshots (at most two per ask: the node's host and rack). */
+  long getSnapshotLocalityEntries();
+
+  /** Pending asks left out of a snapshot by {@code yarnrl.engine.snapshot.max-asks} (they wait for a later one). */
+  long getSnapshotAsksLeftOut();
+
   /** Mean time spent in the allocation part of a node update decided by the engine, in microseconds. */
   double getMeanEngineNodeUpdateMicros();
 

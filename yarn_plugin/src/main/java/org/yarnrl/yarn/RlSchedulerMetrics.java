@@ -29,6 +29,11 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   final LongAdder reportFailures = new LongAdder();
   final LongAdder engineNanos = new LongAdder();
   final LongAdder nativeNanos = new LongAdder();
+  final LongAdder snapshots = new LongAdder();
+  final LongAdder snapshotAsks = new LongAdder();
+  final LongAdder snapshotAsksBuilt = new LongAdder();
+  final LongAdder snapshotLocalityEntries = new LongAdder();
+  final LongAdder snapshotAsksLeftOut = new LongAdder();
 
   @Override
   public String getEngineAddress() {
@@ -164,6 +169,31 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   }
 
   @Override
+  public long getSnapshots() {
+    return snapshots.sum();
+  }
+
+  @Override
+  public long getSnapshotAsks() {
+    return snapshotAsks.sum();
+  }
+
+  @Override
+  public long getSnapshotAsksBuilt() {
+    return snapshotAsksBuilt.sum();
+  }
+
+  @Override
+  public long getSnapshotLocalityEntries() {
+    return snapshotLocalityEntries.sum();
+  }
+
+  @Override
+  public long getSnapshotAsksLeftOut() {
+    return snapshotAsksLeftOut.sum();
+  }
+
+  @Override
   public String toString() {
     return "nodeUpdates=" + getNodeUpdates() + " engineDecisions=" + getEngineDecisions() + " engineContainers="
         + getEngineContainers() + " nativeHeartbeats=" + getNativeHeartbeats() + " nativeContainers="
@@ -173,6 +203,8 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
         + getFallbacksVersionMismatch() + ") reportEventsSent="
         + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState()
         + " handshake=" + getHandshakeState() + " engine=" + getEngineAddress() + " failovers=" + getFailovers()
-        + " health=" + getEngineHealth();
+        + " health=" + getEngineHealth() + " snapshots=" + getSnapshots() + " (asks=" + getSnapshotAsks()
+        + " built=" + getSnapshotAsksBuilt() + " localityEntries=" + getSnapshotLocalityEntries() + " leftOut="
+        + getSnapshotAsksLeftOut() + ")";
   }
 }

@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.hadoop.yarn.api.records.ApplicationAttemptId;
 import org.apache.hadoop.yarn.api.records.ResourceInformation;
 import org.apache.hadoop.yarn.api.records.ResourceRequest;
 import org.apache.hadoop.yarn.api.records.ResourceUtilization;
@@ -33,8 +34,9 @@ import org.yarnrl.v1.Utilization;
  *
  * <p>One {@link ResourceAsk} per (application attempt, scheduler key) with pending containers, in FIFO order of
  * applications and, within one, of scheduler keys (priority, then allocation request id): {@code num_containers} is
- * the "*" outstanding count and {@code locality} holds YARN's own host and rack counts. The ask id is
- * {@code <appAttemptId>/<priority>/<allocationRequestId>}.
+ * the "*" outstanding count and {@code locality} holds YARN's own counts for the snapshot's node (its host's and its
+ * rack's entries; {@code locality_names} says how many hosts and racks the whole ask names). The ask id is
+ * {@code <appAttemptId>/<priority>/<allocationRequestId>}. Built by {@link Builder}.
  */
 final class Snapshots {
   private Snapshots() {}
@@ -136,74 +138,240 @@ final class Snapshots {
   }
 
   /**
-   * The asks of the given attempts (in FIFO order) that could use this node, or an empty snapshot when none has
-   * pending containers.
+   * Builds the heartbeat snapshots of one scheduler (its scheduler thread only), bounded and cached:
+   *
+   * <ul>
+   *   <li>each ask carries only the locality entries that matter on the snapshot's node, its host's and its rack's
+   *       (YARN's host, rack and "*" counts for this node are all a decision there can use), plus
+   *       {@code locality_names}, the whole ask's count of host and rack names (CapacityScheduler's unique location
+   *       count, which the delay policy's off-switch wait reads). A MapReduce job on a large cluster names hundreds
+   *       of hosts per ask: sending them all with every heartbeat made a snapshot O(asks x hosts) under the
+   *       scheduler lock (12,000 entries per heartbeat at 5,000 nodes);</li>
+   *   <li>at most {@code maxAsks} asks per snapshot, the first in FIFO order (the engine refuses more than 10,000);
+   *       the rest wait for a later heartbeat (counted, {@code SnapshotAsksLeftOut});</li>
+   *   <li>the node-independent part of each ask is built once per change of the ask and reused: an ask is rebuilt
+   *       only when one of the values it was built from changed (outstanding count, size, relax flag, number of
+   *       names, queue, headroom, partition, job), so a heartbeat with unchanged asks builds no ask
+   *       ({@code SnapshotAsksBuilt} counts the builds).</li>
+   * </ul>
    */
-  static Snapshot build(String requestId, FiCaSchedulerNode node, List<? extends FiCaSchedulerApp> attempts,
-      Map<org.apache.hadoop.yarn.api.records.ApplicationId, JobInfo> jobs, ClusterSummary cluster, long nowMs) {
-    Map<String, AskRef> refs = new LinkedHashMap<>();
-    List<ResourceAsk> asks = new ArrayList<>();
-    for (FiCaSchedulerApp app : attempts) {
-      JobInfo job = jobs.get(app.getApplicationId());
-      Queue queue = app.getQueue();
-      String queuePath = queue instanceof CSQueue ? ((CSQueue) queue).getQueuePath() : null;
-      org.apache.hadoop.yarn.api.records.Resource headroom = queuePath == null ? null : app.getHeadroom();
-      for (SchedulerRequestKey key : app.getSchedulerKeys()) {
-        PendingAsk any = app.getPendingAsk(key, ResourceRequest.ANY);
-        if (any.getCount() <= 0) {
-          continue;
-        }
-        String id = askId(app, key);
-        ResourceAsk.Builder ask = ResourceAsk.newBuilder()
-            .setAskId(id)
-            .setApplicationId(app.getApplicationId().toString())
-            .setAttemptId(app.getApplicationAttemptId().getAttemptId())
-            .setQueue(app.getQueueName())
-            .setUser(app.getUser())
-            .setPriority(key.getPriority().getPriority())
-            .setAllocationRequestId(key.getAllocationRequestId())
-            .setResource(resource(any.getPerAllocationResource()))
-            .setNumContainers(any.getCount())
-            .setRelaxLocality(true);
-        if (queuePath != null) {
-          ask.setQueuePath(queuePath);
-          if (headroom != null) {
-            ask.setUserHeadroom(resource(headroom));
+  static final class Builder {
+    /** A cached ask is dropped when no snapshot used it for this many snapshots (finished asks and attempts). */
+    static final int EVICT_AFTER = 4096;
+
+    private final int maxAsks;
+    private final RlSchedulerMetrics metrics;
+    private final Map<ApplicationAttemptId, Map<SchedulerRequestKey, CachedAsk>> cache = new HashMap<>();
+    private long snapshots;
+
+    Builder(int maxAsks, RlSchedulerMetrics metrics) {
+      if (maxAsks <= 0) {
+        throw new IllegalArgumentException("the most asks per snapshot must be positive, got " + maxAsks);
+      }
+      this.maxAsks = maxAsks;
+      this.metrics = metrics;
+    }
+
+    /** Asks held in the cache (for tests). */
+    synchronized int cachedAsks() {
+      int n = 0;
+      for (Map<SchedulerRequestKey, CachedAsk> m : cache.values()) {
+        n += m.size();
+      }
+      return n;
+    }
+
+    /** The application is gone: its asks will not come back. */
+    synchronized void forget(org.apache.hadoop.yarn.api.records.ApplicationId application) {
+      cache.keySet().removeIf(a -> a.getApplicationId().equals(application));
+    }
+
+    /**
+     * The asks of the given attempts (in FIFO order) that could use this node, or an empty snapshot when none has
+     * pending containers.
+     */
+    synchronized Snapshot build(String requestId, FiCaSchedulerNode node, List<? extends FiCaSchedulerApp> attempts,
+        Map<org.apache.hadoop.yarn.api.records.ApplicationId, JobInfo> jobs, ClusterSummary cluster, long nowMs) {
+      long seq = ++snapshots;
+      Map<String, AskRef> refs = new LinkedHashMap<>();
+      List<ResourceAsk> asks = new ArrayList<>();
+      String host = node.getNodeName();
+      String rack = node.getRackName();
+      long built = 0;
+      long entries = 0;
+      long leftOut = 0;
+      for (FiCaSchedulerApp app : attempts) {
+        JobInfo job = jobs.get(app.getApplicationId());
+        Queue queue = app.getQueue();
+        String queuePath = queue instanceof CSQueue ? ((CSQueue) queue).getQueuePath() : null;
+        org.apache.hadoop.yarn.api.records.Resource headroom = queuePath == null ? null : app.getHeadroom();
+        Map<SchedulerRequestKey, CachedAsk> appCache = null;
+        for (SchedulerRequestKey key : app.getSchedulerKeys()) {
+          PendingAsk any = app.getPendingAsk(key, ResourceRequest.ANY);
+          if (any.getCount() <= 0) {
+            continue;
           }
-        }
-        AppPlacementAllocator<?> placement = app.getAppSchedulingInfo().getAppPlacementAllocator(key);
-        if (placement != null) {
-          String partition = placement.getPrimaryRequestedNodePartition();
-          if (partition != null && !partition.isEmpty()) {
-            ask.setPartition(partition);
+          if (asks.size() >= maxAsks) {
+            leftOut++;
+            continue;
           }
-          for (Map.Entry<String, ResourceRequest> e : placement.getResourceRequests().entrySet()) {
-            ResourceRequest rr = e.getValue();
-            if (ResourceRequest.ANY.equals(e.getKey())) {
-              ask.setRelaxLocality(rr.getRelaxLocality());
-            } else if (rr.getNumContainers() > 0) {
-              ask.addLocality(LocalityRequest.newBuilder().setResourceName(e.getKey())
-                  .setNumContainers(rr.getNumContainers()).setRelaxLocality(rr.getRelaxLocality()));
+          AppPlacementAllocator<?> placement = app.getAppSchedulingInfo().getAppPlacementAllocator(key);
+          Map<String, ResourceRequest> requests = placement == null ? null : placement.getResourceRequests();
+          if (appCache == null) {
+            appCache = cache.computeIfAbsent(app.getApplicationAttemptId(), a -> new HashMap<>());
+          }
+          CachedAsk cached = appCache.get(key);
+          Inputs inputs = new Inputs(app, key, any, placement, requests, queuePath, headroom, job);
+          if (cached == null || !cached.inputs.equals(inputs)) {
+            cached = new CachedAsk(inputs, askMessage(app, key, inputs));
+            appCache.put(key, cached);
+            built++;
+          }
+          cached.lastUsed = seq;
+          ResourceAsk ask = cached.message;
+          ResourceRequest onHost = requests == null ? null : requests.get(host);
+          ResourceRequest onRack = requests == null ? null : requests.get(rack);
+          boolean hostEntry = onHost != null && onHost.getNumContainers() > 0;
+          // a rack entry at 0 still says something when it forbids relaxing (no off-switch placement there)
+          boolean rackEntry = onRack != null && (onRack.getNumContainers() > 0 || !onRack.getRelaxLocality());
+          if (hostEntry || rackEntry) {
+            ResourceAsk.Builder b = ask.toBuilder();
+            if (hostEntry) {
+              b.addLocality(locality(host, onHost));
+              entries++;
             }
+            if (rackEntry) {
+              b.addLocality(locality(rack, onRack));
+              entries++;
+            }
+            ask = b.build();
           }
+          asks.add(ask);
+          refs.put(ask.getAskId(), new AskRef(app, key, any.getPerAllocationResource(), any.getCount()));
         }
-        if (job != null) {
-          ask.setSubmitTimeMs(job.submitTimeMs);
-          if (!job.metadata.equals(JobMetadata.getDefaultInstance())) {
-            ask.setJob(job.metadata);
-          }
+      }
+      if (seq % EVICT_AFTER == 0) {
+        evictOlderThan(seq - EVICT_AFTER);
+      }
+      metrics.snapshots.increment();
+      metrics.snapshotAsks.add(asks.size());
+      metrics.snapshotAsksBuilt.add(built);
+      metrics.snapshotLocalityEntries.add(entries);
+      metrics.snapshotAsksLeftOut.add(leftOut);
+      ScheduleRequest request = ScheduleRequest.newBuilder()
+          .setRequestId(requestId)
+          .setNode(refs.isEmpty() ? NodeSnapshot.getDefaultInstance() : node(node, nowMs))
+          .addAllAsks(asks)
+          .setCluster(cluster)
+          .build();
+      return new Snapshot(request, refs);
+    }
+
+    private void evictOlderThan(long seq) {
+      for (java.util.Iterator<Map<SchedulerRequestKey, CachedAsk>> it = cache.values().iterator(); it.hasNext();) {
+        Map<SchedulerRequestKey, CachedAsk> m = it.next();
+        m.values().removeIf(c -> c.lastUsed < seq);
+        if (m.isEmpty()) {
+          it.remove();
         }
-        asks.add(ask.build());
-        refs.put(id, new AskRef(app, key, any.getPerAllocationResource(), any.getCount()));
       }
     }
-    ScheduleRequest request = ScheduleRequest.newBuilder()
-        .setRequestId(requestId)
-        .setNode(refs.isEmpty() ? NodeSnapshot.getDefaultInstance() : node(node, nowMs))
-        .addAllAsks(asks)
-        .setCluster(cluster)
-        .build();
-    return new Snapshot(request, refs);
+
+    private static LocalityRequest locality(String name, ResourceRequest rr) {
+      return LocalityRequest.newBuilder().setResourceName(name).setNumContainers(rr.getNumContainers())
+          .setRelaxLocality(rr.getRelaxLocality()).build();
+    }
+
+    /** The node-independent part of an ask: everything but its host and rack entries. */
+    private static ResourceAsk askMessage(FiCaSchedulerApp app, SchedulerRequestKey key, Inputs in) {
+      ResourceAsk.Builder ask = ResourceAsk.newBuilder()
+          .setAskId(askId(app, key))
+          .setApplicationId(app.getApplicationId().toString())
+          .setAttemptId(app.getApplicationAttemptId().getAttemptId())
+          .setQueue(in.queueName)
+          .setUser(in.user)
+          .setPriority(key.getPriority().getPriority())
+          .setAllocationRequestId(key.getAllocationRequestId())
+          .setResource(resource(in.perContainer))
+          .setNumContainers(in.outstanding)
+          .setRelaxLocality(in.anyRelax)
+          .setLocalityNames(in.names);
+      if (in.queuePath != null) {
+        ask.setQueuePath(in.queuePath);
+        if (in.headroom != null) {
+          ask.setUserHeadroom(resource(in.headroom));
+        }
+      }
+      if (in.partition != null && !in.partition.isEmpty()) {
+        ask.setPartition(in.partition);
+      }
+      if (in.job != null) {
+        ask.setSubmitTimeMs(in.job.submitTimeMs);
+        if (!in.job.metadata.equals(JobMetadata.getDefaultInstance())) {
+          ask.setJob(in.job.metadata);
+        }
+      }
+      return ask.build();
+    }
+  }
+
+  /** What an ask's message is built from: equal inputs, equal message. */
+  private static final class Inputs {
+    final int outstanding;
+    final org.apache.hadoop.yarn.api.records.Resource perContainer;
+    final boolean anyRelax;
+    final int names;
+    final String queueName;
+    final String user;
+    final String queuePath;
+    final org.apache.hadoop.yarn.api.records.Resource headroom;
+    final String partition;
+    final JobInfo job;
+
+    Inputs(FiCaSchedulerApp app, SchedulerRequestKey key, PendingAsk any, AppPlacementAllocator<?> placement,
+        Map<String, ResourceRequest> requests, String queuePath, org.apache.hadoop.yarn.api.records.Resource headroom,
+        JobInfo job) {
+      this.outstanding = any.getCount();
+      this.perContainer = any.getPerAllocationResource();
+      ResourceRequest anyRequest = requests == null ? null : requests.get(ResourceRequest.ANY);
+      this.anyRelax = anyRequest == null || anyRequest.getRelaxLocality();
+      // YARN's own count of the ask's names (LocalityAppPlacementAllocator.getUniqueLocationAsks), "*" excluded
+      this.names = requests == null ? 0 : requests.size() - (anyRequest == null ? 0 : 1);
+      this.queueName = app.getQueueName();
+      this.user = app.getUser();
+      this.queuePath = queuePath;
+      this.headroom = headroom;
+      this.partition = placement == null ? null : placement.getPrimaryRequestedNodePartition();
+      this.job = job;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      if (!(o instanceof Inputs)) {
+        return false;
+      }
+      Inputs x = (Inputs) o;
+      return outstanding == x.outstanding && anyRelax == x.anyRelax && names == x.names && job == x.job
+          && java.util.Objects.equals(perContainer, x.perContainer) && java.util.Objects.equals(queueName, x.queueName)
+          && java.util.Objects.equals(user, x.user) && java.util.Objects.equals(queuePath, x.queuePath)
+          && java.util.Objects.equals(headroom, x.headroom) && java.util.Objects.equals(partition, x.partition);
+    }
+
+    @Override
+    public int hashCode() {
+      return java.util.Objects.hash(outstanding, names, queuePath);
+    }
+  }
+
+  private static final class CachedAsk {
+    final Inputs inputs;
+    final ResourceAsk message;
+    long lastUsed;
+
+    CachedAsk(Inputs inputs, ResourceAsk message) {
+      this.inputs = inputs;
+      this.message = message;
+    }
   }
 
   /**
