@@ -80,6 +80,9 @@ public interface RlSchedulerMXBean {
   /** Pending asks left out of a snapshot by {@code yarnrl.engine.snapshot.max-asks} (they wait for a later one). */
   long getSnapshotAsksLeftOut();
 
+  /** The scheduler thread's CPU time spent building snapshots, in microseconds (divide by Snapshots for the mean). */
+  long getSnapshotCpuMicros();
+
   /** Mean time spent in the allocation part of a node update decided by the engine, in microseconds. */
   double getMeanEngineNodeUpdateMicros();
 

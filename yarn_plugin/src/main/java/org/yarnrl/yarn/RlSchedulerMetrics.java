@@ -34,6 +34,7 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   final LongAdder snapshotAsksBuilt = new LongAdder();
   final LongAdder snapshotLocalityEntries = new LongAdder();
   final LongAdder snapshotAsksLeftOut = new LongAdder();
+  final LongAdder snapshotCpuNanos = new LongAdder();
 
   @Override
   public String getEngineAddress() {
@@ -191,6 +192,11 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public long getSnapshotAsksLeftOut() {
     return snapshotAsksLeftOut.sum();
+  }
+
+  @Override
+  public long getSnapshotCpuMicros() {
+    return snapshotCpuNanos.sum() / 1000;
   }
 
   @Override

@@ -158,6 +158,9 @@ final class Snapshots {
   static final class Builder {
     /** A cached ask is dropped when no snapshot used it for this many snapshots (finished asks and attempts). */
     static final int EVICT_AFTER = 4096;
+    /** The scheduler thread's CPU time for building a snapshot, whatever the machine's load (about 1 us a call). */
+    private static final java.lang.management.ThreadMXBean CPU =
+        java.lang.management.ManagementFactory.getThreadMXBean();
 
     private final int maxAsks;
     private final RlSchedulerMetrics metrics;
@@ -192,6 +195,7 @@ final class Snapshots {
      */
     synchronized Snapshot build(String requestId, FiCaSchedulerNode node, List<? extends FiCaSchedulerApp> attempts,
         Map<org.apache.hadoop.yarn.api.records.ApplicationId, JobInfo> jobs, ClusterSummary cluster, long nowMs) {
+      long cpu = CPU.isCurrentThreadCpuTimeSupported() ? CPU.getCurrentThreadCpuTime() : -1;
       long seq = ++snapshots;
       Map<String, AskRef> refs = new LinkedHashMap<>();
       List<ResourceAsk> asks = new ArrayList<>();
@@ -264,6 +268,9 @@ final class Snapshots {
           .addAllAsks(asks)
           .setCluster(cluster)
           .build();
+      if (cpu >= 0) {
+        metrics.snapshotCpuNanos.add(CPU.getCurrentThreadCpuTime() - cpu);
+      }
       return new Snapshot(request, refs);
     }
 

@@ -194,34 +194,68 @@ public final class SchedulerScale {
   static final class TimedScheduler implements EventHandler<SchedulerEvent> {
     private final ResourceScheduler scheduler;
     private final Map<NodeId, Integer> lastResponseId = new HashMap<>(); // the dispatcher thread only
+    private final java.lang.management.ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     final AtomicLong nodeUpdates = new AtomicLong();
     final AtomicLong heartbeats = new AtomicLong();
     final Samples nodeUpdateNanos = new Samples();
+    /** The scheduler thread's CPU time per NODE_UPDATE: what a node update costs, whatever the machine's load. */
+    final Samples nodeUpdateCpuNanos = new Samples();
+    /** Per event type, over the measured window: {events, CPU ns, wall ns} (the dispatcher thread only). */
+    final Map<SchedulerEventType, long[]> byType = new java.util.EnumMap<>(SchedulerEventType.class);
     volatile boolean measuring;
 
     TimedScheduler(ResourceScheduler scheduler) {
       this.scheduler = scheduler;
+      threads.setThreadCpuTimeEnabled(true);
     }
 
     @Override
     public void handle(SchedulerEvent event) {
-      if (event.getType() != SchedulerEventType.NODE_UPDATE) {
-        scheduler.handle(event);
-        return;
+      boolean nodeUpdate = event.getType() == SchedulerEventType.NODE_UPDATE;
+      if (nodeUpdate) {
+        RMNode node = ((NodeUpdateSchedulerEvent) event).getRMNode();
+        int responseId = node.getLastNodeHeartBeatResponse() == null ? -1
+            : node.getLastNodeHeartBeatResponse().getResponseId();
+        if (!Integer.valueOf(responseId).equals(lastResponseId.put(node.getNodeID(), responseId))) {
+          heartbeats.incrementAndGet();
+        }
       }
-      RMNode node = ((NodeUpdateSchedulerEvent) event).getRMNode();
-      int responseId = node.getLastNodeHeartBeatResponse() == null ? -1
-          : node.getLastNodeHeartBeatResponse().getResponseId();
-      if (!Integer.valueOf(responseId).equals(lastResponseId.put(node.getNodeID(), responseId))) {
-        heartbeats.incrementAndGet();
-      }
+      boolean measure = measuring;
+      long cpu = measure ? threads.getCurrentThreadCpuTime() : 0;
       long start = System.nanoTime();
       scheduler.handle(event);
       long nanos = System.nanoTime() - start;
-      nodeUpdates.incrementAndGet();
-      if (measuring) {
-        nodeUpdateNanos.add(nanos);
+      if (nodeUpdate) {
+        nodeUpdates.incrementAndGet();
       }
+      if (measure) {
+        long cpuNanos = threads.getCurrentThreadCpuTime() - cpu;
+        if (nodeUpdate) {
+          nodeUpdateNanos.add(nanos);
+          nodeUpdateCpuNanos.add(cpuNanos);
+        }
+        synchronized (byType) {
+          long[] t = byType.computeIfAbsent(event.getType(), k -> new long[3]);
+          t[0]++;
+          t[1] += cpuNanos;
+          t[2] += nanos;
+        }
+      }
+    }
+
+    /** {type: {events, cpu_ms, wall_ms}} over the measured window. */
+    Map<String, Map<String, Object>> byTypeReport() {
+      Map<String, Map<String, Object>> out = new LinkedHashMap<>();
+      synchronized (byType) {
+        for (Map.Entry<SchedulerEventType, long[]> e : byType.entrySet()) {
+          Map<String, Object> m = new LinkedHashMap<>();
+          m.put("events", e.getValue()[0]);
+          m.put("cpu_ms", e.getValue()[1] / 1e6);
+          m.put("wall_ms", e.getValue()[2] / 1e6);
+          out.put(e.getKey().name(), m);
+        }
+      }
+      return out;
     }
   }
 
@@ -525,20 +559,15 @@ public final class SchedulerScale {
       }, offsetUs, o.heartbeatMs * 1000L, TimeUnit.MICROSECONDS);
     }
     ScheduledThreadPoolExecutor amPool = new ScheduledThreadPoolExecutor(1, daemon("am-heartbeat"));
-    // FifoScheduler (and RlScheduler, its copy) take an attempt's monitor and then its write lock in allocate()
-    // (pullUpdatedNMTokens) but the write lock and then the monitor when placing a container (FifoAppAttempt.allocate
-    // -> addToNewlyAllocatedContainers): an AM heartbeat during a node update can deadlock both threads. Upstream
-    // FifoScheduler has the same inversion; here an AM heartbeat holds the scheduler's monitor, which its node
-    // updates hold too, so the two never overlap. CapacityScheduler has no such inversion and runs them concurrently.
-    Object amLock = scheduler instanceof CapacityScheduler ? new Object() : scheduler;
+    // AM heartbeats run concurrently with node updates, as in a ResourceManager (FifoScheduler takes an attempt's
+    // monitor before its write lock on both paths, allocate() and assignContainers(); RlScheduler's engine path
+    // does the same)
     for (int i = 0; i < apps.length; i++) {
       SimApp app = apps[i];
       amPool.scheduleAtFixedRate(() -> {
         try {
           synchronized (app) {
-            synchronized (amLock) {
-              app.heartbeat();
-            }
+            app.heartbeat();
           }
         } catch (Throwable t) {
           if (!stopping.get() && amErrors.getAndIncrement() == 0) {
@@ -631,6 +660,17 @@ public final class SchedulerScale {
     r.put("node_update_p50_us", Samples.quantile(nu, 0.50) / 1e3);
     r.put("node_update_p99_us", Samples.quantile(nu, 0.99) / 1e3);
     r.put("node_update_mean_us", Arrays.stream(nu).average().orElse(Double.NaN) / 1e3);
+    // the scheduler thread's own CPU time: what a node update costs, not how long the loaded machine made it wait
+    long[] nuCpu = rm.timed.nodeUpdateCpuNanos.sorted();
+    r.put("node_update_cpu_p50_us", Samples.quantile(nuCpu, 0.50) / 1e3);
+    r.put("node_update_cpu_p99_us", Samples.quantile(nuCpu, 0.99) / 1e3);
+    r.put("node_update_cpu_mean_us", Arrays.stream(nuCpu).average().orElse(Double.NaN) / 1e3);
+    Map<String, Map<String, Object>> byType = rm.timed.byTypeReport();
+    double cpuMs = byType.values().stream().mapToDouble(m -> (Double) m.get("cpu_ms")).sum();
+    double wallMs = byType.values().stream().mapToDouble(m -> (Double) m.get("wall_ms")).sum();
+    r.put("scheduler_thread_cpu_share", cpuMs / 1e3 / elapsed); // of one core, over the window
+    r.put("scheduler_thread_busy_share", wallMs / 1e3 / elapsed); // inside the scheduler (on CPU or not)
+    r.put("scheduler_events", byType);
     r.put("utilization", Arrays.stream(ut).average().orElse(0) / 1000.0);
     r.put("heartbeat_errors", heartbeatErrors.get());
     r.put("am_errors", amErrors.get());
