@@ -257,21 +257,33 @@ public class RlScheduler extends FifoSchedulerBase {
     List<RlAppAttempt> attempts = new ArrayList<>(applications.size());
     for (SchedulerApplication<RlAppAttempt> app : applications.values()) {
       RlAppAttempt attempt = app.getCurrentAppAttempt();
-      if (attempt != null && !attempt.isStopped()
+      if (attempt != null && !attempt.isStopped() && hasPending(attempt)
           && !SchedulerAppUtils.isPlaceBlacklisted(attempt, node, LOG)) {
         attempts.add(attempt);
       }
     }
-    Snapshots.Snapshot snapshot = engine.snapshots().build(engine.nextRequestId(), node, attempts, jobs,
-        clusterSummary(), System.currentTimeMillis());
-    if (snapshot.asks.isEmpty()) {
+    if (attempts.isEmpty()) {
       return Handled.IDLE; // nothing pending: nothing to decide, natively or not
     }
     if (!engine.mayAsk()) {
-      return Handled.NATIVE;
+      return Handled.NATIVE; // before the snapshot: an open breaker costs no snapshot
+    }
+    Snapshots.Snapshot snapshot = engine.snapshots().build(engine.nextRequestId(), node, attempts, jobs,
+        clusterSummary(), System.currentTimeMillis());
+    if (snapshot.asks.isEmpty()) {
+      return Handled.IDLE; // the AMs withdrew their asks meanwhile
     }
     engine.send(node.getNodeID(), snapshot);
     return Handled.ASKED;
+  }
+
+  private static boolean hasPending(RlAppAttempt attempt) {
+    for (SchedulerRequestKey key : attempt.getSchedulerKeys()) {
+      if (attempt.getPendingAsk(key, ResourceRequest.ANY).getCount() > 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Re-validate and apply an answer on the node it was asked for; NATIVE when it cannot be used. */
