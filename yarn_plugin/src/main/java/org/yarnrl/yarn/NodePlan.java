@@ -8,10 +8,18 @@ import org.yarnrl.v1.ScheduleResponse;
 /**
  * What the engine allowed on one node for one CapacityScheduler pass: per ask, how many more containers may go
  * there. An engine queue's ask without an entry waits (the engine's "not now, not here"); other queues are not
- * affected. {@link #HOLD} lets nothing be allocated on the node while its ask is on its way to the engine.
+ * affected. {@link #HOLD} lets nothing be allocated on the node while its ask is on its way to the engine; {@link #NONE}
+ * is the plan of a node update with nothing for the engine.
  */
 final class NodePlan {
   static final NodePlan HOLD = new NodePlan("", new HashMap<>());
+  /**
+   * Nothing for the engine queues, everything else as CapacityScheduler decides: a node update that found nothing for
+   * the engine to decide. An engine queue's ask that arrives during that pass (an AM's allocate does not wait for
+   * the scheduler's lock) waits for the node's next heartbeat, where the engine is asked, instead of being placed by
+   * CapacityScheduler alone.
+   */
+  static final NodePlan NONE = new NodePlan("", new HashMap<>());
 
   final String decisionId;
   private final Map<String, Integer> remaining;

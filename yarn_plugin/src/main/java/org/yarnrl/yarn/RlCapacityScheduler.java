@@ -239,7 +239,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
     FiCaSchedulerNode before = getNode(id);
     List<FiCaSchedulerApp> attempts = before == null ? List.of() : engineAttempts(before);
     if (attempts.isEmpty()) {
-      super.nodeUpdate(nm); // nothing for the engine to decide here
+      pass(nm, NodePlan.NONE); // nothing for the engine to decide here (an engine ask arriving meanwhile waits)
       return;
     }
     rlMetrics.nodeUpdates.increment();
@@ -265,7 +265,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
       readLock.unlock();
     }
     if (snapshot.asks.isEmpty()) {
-      super.nodeUpdate(nm); // the asks went meanwhile: CapacityScheduler alone
+      pass(nm, NodePlan.NONE); // the asks went meanwhile: the other queues' turn
       return;
     }
     engine.send(id, snapshot);
@@ -345,7 +345,8 @@ public class RlCapacityScheduler extends CapacityScheduler {
         }
         NodePlan plan = activePlan;
         FiCaSchedulerApp app = (FiCaSchedulerApp) c.getSchedulerApplicationAttempt();
-        boolean byEngine = plan != null && plan != NodePlan.HOLD && app != null && isEngineQueue(app.getQueue());
+        boolean byEngine = plan != null && plan != NodePlan.HOLD && plan != NodePlan.NONE && app != null
+            && isEngineQueue(app.getQueue());
         if (byEngine) {
           rlMetrics.engineContainers.increment();
         } else {

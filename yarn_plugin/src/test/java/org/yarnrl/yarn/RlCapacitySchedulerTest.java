@@ -156,7 +156,11 @@ class RlCapacitySchedulerTest {
 
   @Test
   void theEngineDecidesWhereAndWhetherNow() throws Exception {
-    try (FakeEngine fake = new FakeEngine("yarnrl.v1", req -> FakeEngine.onlyOn("h3", req));
+    List<org.yarnrl.v1.ScheduleRequest> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+    try (FakeEngine fake = new FakeEngine("yarnrl.v1", req -> {
+      seen.add(req);
+      return FakeEngine.onlyOn("h3", req);
+    });
          MockCluster c = new MockCluster(conf(RlCapacityScheduler.class.getName(), fake.address()), NODES,
              NODE_MB, 8)) {
       awaitHandshake(c, "OK");
@@ -165,10 +169,23 @@ class RlCapacitySchedulerTest {
       assertEquals("h3", analytics.getApplicationAttemptId() == null ? "" : c.rm.getRMContext().getRMApps()
           .get(analytics.getApplicationAttemptId().getApplicationId()).getCurrentAppAttempt().getMasterContainer()
           .getNodeId().getHost());
-      MockCluster.ask(analytics, 4, 1024);
+      MockCluster.ask(analytics, 4, 1024, "h1", "h3"); // YARN holds h1, h3, /default-rack and "*"
       MockCluster.ask(other, 4, 1024);
       List<List<Container>> got = c.run(List.of(analytics, other), 8);
       RlSchedulerMetrics m = metrics(c);
+      // snapshots: only the engine queue's asks, each with only the node's own host and rack entries
+      assertTrue(seen.stream().anyMatch(r -> r.getAsksList().stream().anyMatch(a -> a.getLocalityNames() == 3)),
+          "no snapshot with the task ask");
+      for (org.yarnrl.v1.ScheduleRequest r : seen) {
+        for (org.yarnrl.v1.ResourceAsk a : r.getAsksList()) {
+          assertEquals("root.analytics", a.getQueuePath(), a.toString());
+          assertTrue(a.getLocalityCount() <= 2, a.toString());
+          for (org.yarnrl.v1.LocalityRequest lr : a.getLocalityList()) {
+            assertTrue(lr.getResourceName().equals(r.getNode().getHost())
+                || lr.getResourceName().equals("/default-rack"), r.getNode().getHost() + ": " + a);
+          }
+        }
+      }
       assertEquals(4, got.get(0).size(), m.toString());
       assertEquals(4, got.get(1).size(), m.toString());
       for (Container ct : got.get(0)) {
