@@ -14,7 +14,6 @@ import org.apache.hadoop.yarn.api.records.ContainerId;
 import org.apache.hadoop.yarn.api.records.ContainerStatus;
 import org.apache.hadoop.yarn.api.records.NodeId;
 import org.apache.hadoop.yarn.api.records.Resource;
-import org.apache.hadoop.yarn.api.records.ResourceRequest;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.exceptions.YarnRuntimeException;
 import org.apache.hadoop.yarn.server.resourcemanager.RMContext;
@@ -25,7 +24,6 @@ import org.apache.hadoop.yarn.server.resourcemanager.rmcontainer.RMContainerEven
 import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.NodeType;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.Queue;
-import org.apache.hadoop.yarn.server.resourcemanager.scheduler.SchedulerAppUtils;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.SchedulerApplication;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CSQueue;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler;
@@ -316,14 +314,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
       if (attempt == null || attempt.isStopped() || !isEngineQueue(attempt.getQueue())) {
         continue;
       }
-      boolean pending = false;
-      for (SchedulerRequestKey key : attempt.getSchedulerKeys()) {
-        if (attempt.getPendingAsk(key, ResourceRequest.ANY).getCount() > 0) {
-          pending = true;
-          break;
-        }
-      }
-      if (pending && !SchedulerAppUtils.isPlaceBlacklisted(attempt, node, LOG)) {
+      if (Snapshots.hasPending(attempt, node.getPartition()) && !Snapshots.blacklisted(attempt, node)) {
         out.add(attempt);
       }
     }

@@ -18,7 +18,6 @@ import org.apache.hadoop.yarn.server.resourcemanager.rmcontainer.RMContainer;
 import org.apache.hadoop.yarn.server.resourcemanager.rmcontainer.RMContainerEventType;
 import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.NodeType;
-import org.apache.hadoop.yarn.server.resourcemanager.scheduler.SchedulerAppUtils;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.SchedulerApplication;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerNode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.placement.AppPlacementAllocator;
@@ -257,8 +256,8 @@ public class RlScheduler extends FifoSchedulerBase {
     List<RlAppAttempt> attempts = new ArrayList<>(applications.size());
     for (SchedulerApplication<RlAppAttempt> app : applications.values()) {
       RlAppAttempt attempt = app.getCurrentAppAttempt();
-      if (attempt != null && !attempt.isStopped() && hasPending(attempt)
-          && !SchedulerAppUtils.isPlaceBlacklisted(attempt, node, LOG)) {
+      if (attempt != null && !attempt.isStopped() && Snapshots.hasPending(attempt, node.getPartition())
+          && !Snapshots.blacklisted(attempt, node)) {
         attempts.add(attempt);
       }
     }
@@ -275,15 +274,6 @@ public class RlScheduler extends FifoSchedulerBase {
     }
     engine.send(node.getNodeID(), snapshot);
     return Handled.ASKED;
-  }
-
-  private static boolean hasPending(RlAppAttempt attempt) {
-    for (SchedulerRequestKey key : attempt.getSchedulerKeys()) {
-      if (attempt.getPendingAsk(key, ResourceRequest.ANY).getCount() > 0) {
-        return true;
-      }
-    }
-    return false;
   }
 
   /** Re-validate and apply an answer on the node it was asked for; NATIVE when it cannot be used. */

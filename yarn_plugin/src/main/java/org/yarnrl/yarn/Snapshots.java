@@ -12,6 +12,7 @@ import org.apache.hadoop.yarn.api.records.ResourceUtilization;
 import org.apache.hadoop.yarn.server.resourcemanager.rmcontainer.RMContainer;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.Queue;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CSQueue;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.SchedulingMode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.PendingAsk;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerApp;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerNode;
@@ -76,6 +77,27 @@ final class Snapshots {
       this.request = request;
       this.asks = asks;
     }
+  }
+
+  /**
+   * Whether the attempt has pending containers a node of this partition could take ("" = the default partition),
+   * read from the attempt's pending-resource counters as CapacityScheduler's own queues do: not from its asks, whose
+   * lock an AM's allocate holds while it updates them (a node update asking every application would wait for it).
+   */
+  static boolean hasPending(FiCaSchedulerApp app, String partition) {
+    String p = partition == null ? "" : partition;
+    return app.hasPendingResourceRequest(p, SchedulingMode.RESPECT_PARTITION_EXCLUSIVITY)
+        || (!p.isEmpty() && app.hasPendingResourceRequest("", SchedulingMode.RESPECT_PARTITION_EXCLUSIVITY));
+  }
+
+  /**
+   * SchedulerAppUtils.isPlaceBlacklisted (the node's host or rack blacklisted by the application, or by the system
+   * while its AM waits for a container) without the attempt's lock, for the same reason as {@link #hasPending}.
+   */
+  static boolean blacklisted(FiCaSchedulerApp app, FiCaSchedulerNode node) {
+    boolean am = app.isWaitingForAMContainer();
+    org.apache.hadoop.yarn.server.resourcemanager.scheduler.AppSchedulingInfo info = app.getAppSchedulingInfo();
+    return info.isPlaceBlacklisted(node.getNodeName(), am) || info.isPlaceBlacklisted(node.getRackName(), am);
   }
 
   static String askId(FiCaSchedulerApp app, SchedulerRequestKey key) {
@@ -211,7 +233,10 @@ final class Snapshots {
         org.apache.hadoop.yarn.api.records.Resource headroom = queuePath == null ? null : app.getHeadroom();
         Map<SchedulerRequestKey, CachedAsk> appCache = null;
         for (SchedulerRequestKey key : app.getSchedulerKeys()) {
-          PendingAsk any = app.getPendingAsk(key, ResourceRequest.ANY);
+          // the ask's own allocator, not the attempt's getPendingAsk: that waits for the attempt's lock, which an
+          // AM's allocate holds while it updates all its asks
+          AppPlacementAllocator<?> placement = app.getAppSchedulingInfo().getAppPlacementAllocator(key);
+          PendingAsk any = placement == null ? PendingAsk.ZERO : placement.getPendingAsk(ResourceRequest.ANY);
           if (any.getCount() <= 0) {
             continue;
           }
@@ -219,8 +244,7 @@ final class Snapshots {
             leftOut++;
             continue;
           }
-          AppPlacementAllocator<?> placement = app.getAppSchedulingInfo().getAppPlacementAllocator(key);
-          Map<String, ResourceRequest> requests = placement == null ? null : placement.getResourceRequests();
+          Map<String, ResourceRequest> requests = placement.getResourceRequests();
           if (appCache == null) {
             appCache = cache.computeIfAbsent(app.getApplicationAttemptId(), a -> new HashMap<>());
           }
