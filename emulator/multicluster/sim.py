@@ -279,14 +279,14 @@ class MultiClusterSim:
         t = self.t
         lo = t - self.history if t > self.history else 0
         self._log_until(t)
-        occ = self._occ
+        window = self._occ[:, lo:t]   # every cluster's history, as rows of one array (RouteObservation.occupation)
         cap, busy, missed, queues = self._cap, self._busy, self._missed, self._queues
         normal, max_cap, hetero, elastic = self._normal, self._max_capacity, self._hetero, self._is_elastic
         clusters = []
         for i, cid in enumerate(self.cluster_ids):
             free = cap[i] - busy[i]
             clusters.append(ClusterState(cid, normal[i], max_cap[i], cap[i], free if free > 0 else 0, hetero[i],
-                                         occ[i, lo:t], missed[i], len(queues[i]), elastic[i]))
+                                         window[i], missed[i], len(queues[i]), elastic[i]))
         route_jobs = self._route_jobs
         jobs = []
         for j in self.buffer:
@@ -296,7 +296,7 @@ class MultiClusterSim:
             jobs.append(rj)
         stream = f"{self.tag}/{self.seed}"
         return RouteObservation(jobs=jobs, clusters=clusters, time=float(t), request_id=f"{stream}:{self.decisions}",
-                                sequence=RouteSequence(stream, self.decisions))
+                                sequence=RouteSequence(stream, self.decisions), occupation=window)
 
     def _make_route_job(self, j: int) -> RouteJob:
         w = self.workload
