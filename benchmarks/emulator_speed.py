@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from emulator.drivers import make_driver  # noqa: E402
-from emulator.multicluster.sim import COMPILED_LOOP  # noqa: E402
+from emulator.multicluster.sim import COMPILED  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402
 
 CASES = [("multicluster-uniform", "sf-e"), ("hetero-elastic-uniform", "maf")]
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['steps_per_s']:>12,.0f} steps/s  ({r['episodes']} episodes, {r['seconds']:.2f} s)")
     print(json.dumps({"benchmark": "emulator_speed", "python": platform.python_version(),
                       "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
-                      "event_loop": "compiled" if COMPILED_LOOP is not None else "python", "results": results}))
+                      "event_loop": "compiled" if COMPILED is not None else "python", "results": results}))
     return 0
 
 

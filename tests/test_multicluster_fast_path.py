@@ -68,7 +68,7 @@ def record(scenario, policy, seed, path):
 
 
 def paths():
-    return ["python"] + (["compiled"] if sim_module.COMPILED_LOOP is not None else [])
+    return ["python"] + (["compiled"] if sim_module.COMPILED is not None else [])
 
 
 @pytest.mark.parametrize("name,policy,params", CASES, ids=[f"{n}-{p}" for n, p, _ in CASES])
@@ -88,7 +88,7 @@ def test_the_compiled_loop_is_built_from_this_source_where_a_compiler_is():
     benchmarks/emulator_speed.py measures. A build older than the .pyx is refused (the Python loop runs)."""
     pyx = Path(sim_module.__file__).with_name("_fastloop.pyx")
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    if sim_module.COMPILED_LOOP is None:
+    if sim_module.COMPILED is None:
         try:
             from emulator.multicluster import _fastloop
         except ImportError:
@@ -108,7 +108,7 @@ def test_a_stale_build_is_refused(monkeypatch, tmp_path):
     monkeypatch.setattr(package, "_fastloop", fake, raising=False)
     monkeypatch.setitem(__import__("sys").modules, "emulator.multicluster._fastloop", fake)
     with pytest.warns(RuntimeWarning, match="changed since its extension was built"):
-        assert sim_module._load_compiled_loop() is None
+        assert sim_module._load_compiled() is None
 
 
 def test_reducing_rows_together_gives_each_row_s_own_sum():

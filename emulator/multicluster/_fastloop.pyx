@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""MultiClusterSim's event loop compiled (Cython): the loop of `MultiClusterSim._python_loop`, statement for
-statement, on the same state (the simulator's Python lists and dicts), with C integers for steps, clusters, jobs
-and executor counts and C stores into the float32 occupation log.
+"""MultiClusterSim's per-decision work compiled (Cython): the event loop of `MultiClusterSim._python_loop`, the
+routing step, the occupation log and the observation, statement for statement as in sim.py, on the same state
+(the simulator's Python lists and dicts), with C integers for steps, clusters, jobs and executor counts and C
+stores into the float32 occupation log. Float sums stay Python arithmetic (no contraction into fused operations).
 
 Built by setup.py when Cython and a C compiler are there (`pip install -e .` fetches Cython from PyPI); without
 it, or when this file changed since the build (SOURCE_SHA256, set by setup.py), sim.py runs the Python loop.
@@ -10,7 +11,7 @@ tests/test_multicluster_fast_path.py checks that both loops and ReferenceMultiCl
 
 from heapq import heappop, heappush
 
-from policy_engine.types import DeadlineMissed
+from policy_engine.types import ClusterState, DeadlineMissed, JobFinished, RouteObservation, RouteSequence
 
 cdef extern from *:
     """
@@ -31,6 +32,95 @@ cdef inline void _log_ratio(float[:, ::1] occ, Py_ssize_t c, Py_ssize_t start, P
         occ[c, k] = r
 
 
+cdef _finish(sim, long job, long c, long t, list ratio_delay, list ratio_std, list events):
+    """MultiClusterSim._finish."""
+    sim.finished += 1
+    ratios = ratio_delay[job]
+    mean_delay = sum(ratios) / len(ratios)
+    sim.finished_delay += 100.0 * (mean_delay - 1.0)
+    std = ratio_std[job]
+    sim.finished_standard += 100.0 * sum(std) / len(std)
+    events.append(JobFinished(sim._job_ids[job], sim.cluster_ids[c], float(t - <long>sim._arrival[job]),
+                              mean_delay, sim._job_missed[job], True, timestamp_ms=t))
+
+
+def log_until(sim, long t):
+    """MultiClusterSim._log_until."""
+    if t > <long>sim._occ_len:
+        sim._grow(t)
+    cdef float[:, ::1] occ = sim._occ
+    cdef list since = sim._since, stale = sim._stale, ratio = sim._ratio, busy = sim._busy, cap = sim._cap
+    cdef Py_ssize_t c
+    cdef long s
+    for c in range(len(since)):
+        s = since[c]
+        if s < t:
+            if stale[c]:
+                ratio[c] = <double>(<long>busy[c]) / <double>(<long>cap[c])
+                stale[c] = False
+            _log_ratio(occ, c, s, t, ratio[c])
+            since[c] = t
+
+
+def observation(sim):
+    """MultiClusterSim.observation."""
+    cdef long t = sim.t
+    cdef long history = sim.history
+    cdef long lo = t - history if t > history else 0
+    log_until(sim, t)
+    window = sim._occ[:, lo:t]
+    cdef list cap = sim._cap, busy = sim._busy, missed = sim._missed, queues = sim._queues
+    cdef list normal = sim._normal, max_cap = sim._max_capacity, hetero = sim._hetero
+    cdef tuple elastic = sim._is_elastic
+    cdef list cluster_ids = sim.cluster_ids
+    cdef list clusters = []
+    cdef Py_ssize_t i
+    cdef long free
+    for i in range(len(cluster_ids)):
+        free = <long>cap[i] - <long>busy[i]
+        clusters.append(ClusterState(cluster_ids[i], normal[i], max_cap[i], cap[i], free if free > 0 else 0,
+                                     hetero[i], window[i], missed[i], len(<list>queues[i]), elastic[i]))
+    cdef list route_jobs = sim._route_jobs
+    cdef list jobs = []
+    for j in sim.buffer:
+        rj = route_jobs[j]
+        if rj is None:
+            rj = route_jobs[j] = sim._make_route_job(j)
+        jobs.append(rj)
+    decisions = sim.decisions
+    stream = f"{sim.tag}/{sim.seed}"
+    return RouteObservation(jobs=jobs, clusters=clusters, time=float(t), request_id=f"{stream}:{decisions}",
+                            sequence=RouteSequence(stream, decisions), occupation=window)
+
+
+def step(sim, decision):
+    """MultiClusterSim.step: the decision checked, the job's first execution asks its cluster (its request time
+    is the job's submission), and the step goes on."""
+    if sim.done:
+        raise RuntimeError("episode is over; call reset(seed)")
+    cdef list buffer = sim.buffer
+    index = decision.job_index
+    if not 0 <= index < len(buffer):
+        raise ValueError(f"job index {decision.job_index} outside a buffer of {len(buffer)}")
+    c_obj = sim._index_of.get(decision.cluster_id)
+    if c_obj is None:
+        raise ValueError(f"unknown cluster {decision.cluster_id}; clusters are {sim.cluster_ids}")
+    cdef long c = c_obj
+    cdef long job = buffer.pop(index)
+    sim._route_jobs[job] = None
+    sim._cluster_of[job] = c
+    cdef list counts = sim._dist[job, c].tolist()   # its 10 executor counts there, read per execution
+    sim._counts_on[job] = counts
+    sim.decisions += 1
+    cdef long executors = counts[sim._slots[job][0]]
+    cdef long n = sim._normal[c]
+    (<list>sim._queues[c]).append((job, 0, executors if executors < n else n, sim._arrival[job], sim.t))
+    cdef list dirty = sim._dirty
+    if c not in dirty:
+        dirty.append(c)
+    return run_until_decision(sim, True)
+
+
 def run_until_decision(sim, bint routed):
     cdef long t = sim.t
     cdef long n_jobs = sim.n_jobs
@@ -47,7 +137,8 @@ def run_until_decision(sim, bint routed):
     cdef list run = sim._run, std = sim._std, dl = sim._dl, execs = sim._execs, period = sim._period
     cdef list counts_on = sim._counts_on, slots = sim._slots
     cdef list ratio_delay = sim._ratio_delay, ratio_std = sim._ratio_std
-    cdef list missed_on = sim._missed, job_missed = sim._job_missed, job_ids = sim._job_ids
+    cdef list missed_on = sim._missed, job_missed = sim._job_missed
+    cdef tuple job_ids = sim._job_ids
     cdef list cluster_ids = sim.cluster_ids
     execution_log = sim.execution_log
     cdef list events = sim.events
@@ -114,7 +205,7 @@ def run_until_decision(sim, bint routed):
                                 else:
                                     waiting.append((job, batch))
                         else:
-                            sim._finish(job, c, t)
+                            _finish(sim, job, c, t, ratio_delay, ratio_std, events)
                 due = due_release.pop(at, None)
                 if due is not None:
                     for q in due:
@@ -190,14 +281,14 @@ def run_until_decision(sim, bint routed):
             del dirty[:]
         if buffer:
             if not routed:           # the global manager decides
-                return sim.observation()
+                return observation(sim)
             t += 1                   # a job was routed at t: one job per step
             routed = False
             continue
         routed = False
         if sim.finished == n_jobs:
             sim.t = t
-            sim._log_until(t + 1)
+            log_until(sim, t + 1)
             sim.done = True
             return None
         # jump to the next step where something happens

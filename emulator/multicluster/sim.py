@@ -23,6 +23,7 @@ import hashlib
 import heapq
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -48,9 +49,10 @@ HALTED_FIRST = "halted-first"  # seed 002: halted requests first, then this step
 MAX_STEPS = 50_000_000         # an episode that has not finished by then is a bug, not a long episode
 
 
-def _load_compiled_loop():
-    """The compiled event loop (_fastloop.pyx, built by setup.py), or None when it was not built or is older than
-    the .pyx beside it (then the Python loop runs: the same events, slower)."""
+def _load_compiled():
+    """The compiled per-decision work (_fastloop.pyx, built by setup.py): a module with step, observation and
+    run_until_decision; None when it was not built or is older than the .pyx beside it (then the Python code runs:
+    the same events, slower)."""
     try:
         from emulator.multicluster import _fastloop
     except ImportError:
@@ -60,10 +62,18 @@ def _load_compiled_loop():
         warnings.warn(f"{pyx} changed since its extension was built; the emulator runs its Python event loop "
                       "(rebuild: pip install -e .)", RuntimeWarning, stacklevel=2)
         return None
-    return _fastloop.run_until_decision
+    return _fastloop
 
 
-COMPILED_LOOP = _load_compiled_loop()
+COMPILED = _load_compiled()
+
+
+_CATEGORY = {int(c): c for c in JobCategory}
+
+
+@lru_cache(maxsize=16)
+def _job_ids(n: int) -> tuple[str, ...]:
+    return tuple(f"j{i}" for i in range(n))
 
 
 @dataclass(frozen=True)
@@ -152,8 +162,9 @@ class MultiClusterSim:
         # missed): what learners need beyond the engine's feedback (RL-LSFC: did the execution wait to start?).
         # Never cleared by reset(): the caller empties it between episodes.
         self.execution_log: list[tuple[int, int, int, int, int, int, bool]] | None = None
-        # Run the compiled event loop when there is one (COMPILED_LOOP); False: the Python loop (tests compare them).
-        self.compiled = COMPILED_LOOP is not None
+        # Run the compiled step, event loop and observation when they were built (COMPILED); set to False
+        # for the Python code (tests compare them).
+        self.compiled = COMPILED is not None
 
     # ------------------------------------------------------------ episode
 
@@ -213,18 +224,22 @@ class MultiClusterSim:
         self._dl = w.cluster_deadline.tolist()
         self._dist = w.distribution
         self._slots = w.slot.tolist()
-        self._job_ids = [f"j{i}" for i in range(n)]
+        self._job_ids = _job_ids(n)
         self._fifo = self.local_scheduler == FIFO
         self._job_fields = {   # RouteJob fields as Python numbers, converted once per episode
-            "category": w.category.tolist(), "runtime": w.standard_runtime.astype(float).tolist(),
+            "category": [_CATEGORY[v] for v in w.category.tolist()],
+            "runtime": w.standard_runtime.astype(float).tolist(),
             "deadline": w.deadline.astype(float).tolist(), "duration": w.duration.astype(float).tolist(),
             "expected_hetero": w.expected_hetero.astype(float).tolist(), "sensitivity": w.sensitivity.tolist(),
-            "cluster_std": w.cluster_standard_runtime.astype(float).tolist(),
-            "cluster_deadline": w.cluster_deadline.astype(float).tolist(),
         }
+        if fed.hetero_factors is not None:   # per-cluster demands (RouteJob.per_cluster) only where they differ
+            self._job_fields["cluster_std"] = w.cluster_standard_runtime.astype(float).tolist()
+            self._job_fields["cluster_deadline"] = w.cluster_deadline.astype(float).tolist()
         return self._run_until_decision()
 
     def step(self, decision: RouteDecision) -> RouteObservation | None:
+        if self.compiled:
+            return COMPILED.step(self, decision)
         if self.done:
             raise RuntimeError("episode is over; call reset(seed)")
         if not 0 <= decision.job_index < len(self.buffer):
@@ -276,6 +291,8 @@ class MultiClusterSim:
         return f"{self.tag}/{self.seed}:{self.decisions}"
 
     def observation(self) -> RouteObservation:
+        if self.compiled:
+            return COMPILED.observation(self)
         t = self.t
         lo = t - self.history if t > self.history else 0
         self._log_until(t)
@@ -307,7 +324,7 @@ class MultiClusterSim:
             per_cluster = tuple(ClusterDemand(cid, w.distribution[j, i], std[i], dl[i])
                                 for i, cid in enumerate(self.cluster_ids))
         return RouteJob(
-            job_id=self._job_ids[j], category=JobCategory(f["category"][j]),
+            job_id=self._job_ids[j], category=f["category"][j],
             request_distribution=w.base_distribution[j], executor_runtime=f["runtime"][j],
             deadline=f["deadline"][j], duration=f["duration"][j], executions=self._execs[j],
             submit_time=float(self._arrival[j]), expected_hetero_factor=f["expected_hetero"][j],
@@ -332,8 +349,8 @@ class MultiClusterSim:
         return self._run_until_decision(routed=True)
 
     def _run_until_decision(self, routed: bool = False) -> RouteObservation | None:
-        if self.compiled and COMPILED_LOOP is not None:
-            return COMPILED_LOOP(self, routed)
+        if self.compiled:
+            return COMPILED.run_until_decision(self, routed)
         return self._python_loop(routed)
 
     def _python_loop(self, routed: bool = False) -> RouteObservation | None:

@@ -16,7 +16,11 @@ from policy_engine.types import DeadlineMissed, RouteObservation
 
 
 class ReferenceMultiClusterSim(MultiClusterSim):
-    """MultiClusterSim with the per-event methods of the original event loop."""
+    """MultiClusterSim with the per-event methods of the original event loop (never the compiled code)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.compiled = False
 
     def _reset_events(self) -> None:
         self._completions: list[tuple] = []                   # (finish, seq, cluster, job, batch, executors, req)
