@@ -32,24 +32,67 @@ cdef inline void _log_ratio(float[:, ::1] occ, Py_ssize_t c, Py_ssize_t start, P
         occ[c, k] = r
 
 
-cdef _finish(sim, long job, long c, long t, list ratio_delay, list ratio_std, list events):
+cdef class Episode:
+    """The simulator's per-episode lists (made by reset()), read once instead of ~80 attribute lookups per
+    decision. Counters that change during the episode (t, next arrival, finished, decisions, events, the grown
+    occupation log) stay on the simulator."""
+    cdef list arrival, buffer, due_steps, elastic, dirty, queues, cluster_of, cap, busy, normal, since, stale, ratio
+    cdef list run, std, dl, execs, period, counts_on, slots, ratio_delay, ratio_std, missed_on, job_missed
+    cdef list cluster_ids, hetero, max_cap, route_jobs
+    cdef tuple job_ids, is_elastic
+    cdef dict due_finish, due_release, index_of
+    cdef object dist
+    cdef str stream
+    cdef long n_jobs, window, history
+    cdef bint fifo
+
+    def __init__(self, sim):
+        self.arrival, self.buffer, self.due_steps = sim._arrival, sim.buffer, sim._due_steps
+        self.due_finish, self.due_release = sim._due_finish, sim._due_release
+        self.elastic, self.window = sim._elastic, sim.federation.elastic_window
+        self.dirty, self.queues, self.cluster_of = sim._dirty, sim._queues, sim._cluster_of
+        self.cap, self.busy, self.normal = sim._cap, sim._busy, sim._normal
+        self.since, self.stale, self.ratio = sim._since, sim._stale, sim._ratio
+        self.run, self.std, self.dl, self.execs, self.period = sim._run, sim._std, sim._dl, sim._execs, sim._period
+        self.counts_on, self.slots = sim._counts_on, sim._slots
+        self.ratio_delay, self.ratio_std = sim._ratio_delay, sim._ratio_std
+        self.missed_on, self.job_missed, self.job_ids = sim._missed, sim._job_missed, sim._job_ids
+        self.cluster_ids, self.index_of, self.hetero = sim.cluster_ids, sim._index_of, sim._hetero
+        self.max_cap, self.is_elastic, self.route_jobs = sim._max_capacity, sim._is_elastic, sim._route_jobs
+        self.dist, self.n_jobs, self.history, self.fifo = sim._dist, sim.n_jobs, sim.history, sim._fifo
+        self.stream = f"{sim.tag}/{sim.seed}"
+
+
+cdef Episode _episode(sim):
+    e = sim._compiled_episode
+    if e is None or (<Episode>e).buffer is not sim.buffer:   # reset() made new lists
+        e = Episode(sim)
+        sim._compiled_episode = e
+    return <Episode>e
+
+
+cdef _finish(sim, Episode e, long job, long c, long t, list events):
     """MultiClusterSim._finish."""
     sim.finished += 1
-    ratios = ratio_delay[job]
+    ratios = e.ratio_delay[job]
     mean_delay = sum(ratios) / len(ratios)
     sim.finished_delay += 100.0 * (mean_delay - 1.0)
-    std = ratio_std[job]
+    std = e.ratio_std[job]
     sim.finished_standard += 100.0 * sum(std) / len(std)
-    events.append(JobFinished(sim._job_ids[job], sim.cluster_ids[c], float(t - <long>sim._arrival[job]),
-                              mean_delay, sim._job_missed[job], True, timestamp_ms=t))
+    events.append(JobFinished(e.job_ids[job], e.cluster_ids[c], float(t - <long>e.arrival[job]),
+                              mean_delay, e.job_missed[job], True, timestamp_ms=t))
 
 
 def log_until(sim, long t):
     """MultiClusterSim._log_until."""
+    _log_until(sim, _episode(sim), t)
+
+
+cdef _log_until(sim, Episode e, long t):
     if t > <long>sim._occ_len:
         sim._grow(t)
     cdef float[:, ::1] occ = sim._occ
-    cdef list since = sim._since, stale = sim._stale, ratio = sim._ratio, busy = sim._busy, cap = sim._cap
+    cdef list since = e.since, stale = e.stale, ratio = e.ratio, busy = e.busy, cap = e.cap
     cdef Py_ssize_t c
     cdef long s
     for c in range(len(since)):
@@ -64,15 +107,18 @@ def log_until(sim, long t):
 
 def observation(sim):
     """MultiClusterSim.observation."""
+    return _observation(sim, _episode(sim))
+
+
+cdef _observation(sim, Episode e):
     cdef long t = sim.t
-    cdef long history = sim.history
-    cdef long lo = t - history if t > history else 0
-    log_until(sim, t)
+    cdef long lo = t - e.history if t > e.history else 0
+    _log_until(sim, e, t)
     window = sim._occ[:, lo:t]
-    cdef list cap = sim._cap, busy = sim._busy, missed = sim._missed, queues = sim._queues
-    cdef list normal = sim._normal, max_cap = sim._max_capacity, hetero = sim._hetero
-    cdef tuple elastic = sim._is_elastic
-    cdef list cluster_ids = sim.cluster_ids
+    cdef list cap = e.cap, busy = e.busy, missed = e.missed_on, queues = e.queues
+    cdef list normal = e.normal, max_cap = e.max_cap, hetero = e.hetero
+    cdef tuple elastic = e.is_elastic
+    cdef list cluster_ids = e.cluster_ids
     cdef list clusters = []
     cdef Py_ssize_t i
     cdef long free
@@ -80,17 +126,16 @@ def observation(sim):
         free = <long>cap[i] - <long>busy[i]
         clusters.append(ClusterState(cluster_ids[i], normal[i], max_cap[i], cap[i], free if free > 0 else 0,
                                      hetero[i], window[i], missed[i], len(<list>queues[i]), elastic[i]))
-    cdef list route_jobs = sim._route_jobs
+    cdef list route_jobs = e.route_jobs
     cdef list jobs = []
-    for j in sim.buffer:
+    for j in e.buffer:
         rj = route_jobs[j]
         if rj is None:
             rj = route_jobs[j] = sim._make_route_job(j)
         jobs.append(rj)
     decisions = sim.decisions
-    stream = f"{sim.tag}/{sim.seed}"
-    return RouteObservation(jobs=jobs, clusters=clusters, time=float(t), request_id=f"{stream}:{decisions}",
-                            sequence=RouteSequence(stream, decisions), occupation=window)
+    return RouteObservation(jobs=jobs, clusters=clusters, time=float(t), request_id=f"{e.stream}:{decisions}",
+                            sequence=RouteSequence(e.stream, decisions), occupation=window)
 
 
 def step(sim, decision):
@@ -98,60 +143,65 @@ def step(sim, decision):
     is the job's submission), and the step goes on."""
     if sim.done:
         raise RuntimeError("episode is over; call reset(seed)")
-    cdef list buffer = sim.buffer
+    cdef Episode e = _episode(sim)
+    cdef list buffer = e.buffer
     index = decision.job_index
     if not 0 <= index < len(buffer):
         raise ValueError(f"job index {decision.job_index} outside a buffer of {len(buffer)}")
-    c_obj = sim._index_of.get(decision.cluster_id)
+    c_obj = e.index_of.get(decision.cluster_id)
     if c_obj is None:
-        raise ValueError(f"unknown cluster {decision.cluster_id}; clusters are {sim.cluster_ids}")
+        raise ValueError(f"unknown cluster {decision.cluster_id}; clusters are {e.cluster_ids}")
     cdef long c = c_obj
     cdef long job = buffer.pop(index)
-    sim._route_jobs[job] = None
-    sim._cluster_of[job] = c
-    cdef list counts = sim._dist[job, c].tolist()   # its 10 executor counts there, read per execution
-    sim._counts_on[job] = counts
+    e.route_jobs[job] = None
+    e.cluster_of[job] = c
+    cdef list counts = e.dist[job, c].tolist()   # its 10 executor counts there, read per execution
+    e.counts_on[job] = counts
     sim.decisions += 1
-    cdef long executors = counts[sim._slots[job][0]]
-    cdef long n = sim._normal[c]
-    (<list>sim._queues[c]).append((job, 0, executors if executors < n else n, sim._arrival[job], sim.t))
-    cdef list dirty = sim._dirty
+    cdef long executors = counts[e.slots[job][0]]
+    cdef long n = e.normal[c]
+    (<list>e.queues[c]).append((job, 0, executors if executors < n else n, e.arrival[job], sim.t))
+    cdef list dirty = e.dirty
     if c not in dirty:
         dirty.append(c)
-    return run_until_decision(sim, True)
+    return _run(sim, e, True)
 
 
 def run_until_decision(sim, bint routed):
+    """MultiClusterSim._python_loop."""
+    return _run(sim, _episode(sim), routed)
+
+
+cdef _run(sim, Episode e, bint routed):
     cdef long t = sim.t
-    cdef long n_jobs = sim.n_jobs
-    cdef list arrival = sim._arrival, buffer = sim.buffer
-    cdef dict due_finish = sim._due_finish, due_release = sim._due_release
-    cdef list due_steps = sim._due_steps
-    cdef list elastic = sim._elastic
-    cdef long window = sim.federation.elastic_window
-    cdef list dirty = sim._dirty, queues = sim._queues, cluster_of = sim._cluster_of
-    cdef list cap = sim._cap, busy = sim._busy, normal = sim._normal
-    cdef list since = sim._since, stale = sim._stale, ratio = sim._ratio
+    cdef long n_jobs = e.n_jobs
+    cdef list arrival = e.arrival, buffer = e.buffer
+    cdef dict due_finish = e.due_finish, due_release = e.due_release
+    cdef list due_steps = e.due_steps
+    cdef list elastic = e.elastic
+    cdef long window = e.window
+    cdef list dirty = e.dirty, queues = e.queues, cluster_of = e.cluster_of
+    cdef list cap = e.cap, busy = e.busy, normal = e.normal
+    cdef list since = e.since, stale = e.stale, ratio = e.ratio
     cdef float[:, ::1] occ = sim._occ
     cdef long occ_len = sim._occ_len
-    cdef list run = sim._run, std = sim._std, dl = sim._dl, execs = sim._execs, period = sim._period
-    cdef list counts_on = sim._counts_on, slots = sim._slots
-    cdef list ratio_delay = sim._ratio_delay, ratio_std = sim._ratio_std
-    cdef list missed_on = sim._missed, job_missed = sim._job_missed
-    cdef tuple job_ids = sim._job_ids
-    cdef list cluster_ids = sim.cluster_ids
+    cdef list run = e.run, std = e.std, dl = e.dl, execs = e.execs, period = e.period
+    cdef list counts_on = e.counts_on, slots = e.slots
+    cdef list ratio_delay = e.ratio_delay, ratio_std = e.ratio_std
+    cdef list missed_on = e.missed_on, job_missed = e.job_missed
+    cdef tuple job_ids = e.job_ids
+    cdef list cluster_ids = e.cluster_ids
     execution_log = sim.execution_log
     cdef list events = sim.events
-    cdef bint fifo = sim._fifo
-    cdef long na, at, c, job, batch, executors, req, s, run_c, deadline, ar, release, n, free, started, finish, tick
+    cdef bint fifo = e.fifo
+    cdef long na = sim._next_arrival
+    cdef long at, c, job, batch, executors, req, s, run_c, deadline, ar, release, n, free, started, finish, tick
     cdef long nxt, qc
     cdef bint missed
     cdef list due, waiting, queue, keep
     cdef tuple q
     while True:
         if not routed:
-            sim.t = t
-            na = sim._next_arrival
             if na < n_jobs and <long>arrival[na] <= t:
                 while na < n_jobs and <long>arrival[na] <= t:
                     buffer.append(na)
@@ -205,7 +255,7 @@ def run_until_decision(sim, bint routed):
                                 else:
                                     waiting.append((job, batch))
                         else:
-                            _finish(sim, job, c, t, ratio_delay, ratio_std, events)
+                            _finish(sim, e, job, c, t, events)
                 due = due_release.pop(at, None)
                 if due is not None:
                     for q in due:
@@ -217,6 +267,7 @@ def run_until_decision(sim, bint routed):
                         if c not in dirty:
                             dirty.append(c)
             if elastic and t % window == 0 and t > 0:
+                sim.t = t
                 sim._elasticity(t)
                 occ = sim._occ
                 occ_len = sim._occ_len
@@ -281,18 +332,18 @@ def run_until_decision(sim, bint routed):
             del dirty[:]
         if buffer:
             if not routed:           # the global manager decides
-                return observation(sim)
+                sim.t = t
+                return _observation(sim, e)
             t += 1                   # a job was routed at t: one job per step
             routed = False
             continue
         routed = False
         if sim.finished == n_jobs:
             sim.t = t
-            log_until(sim, t + 1)
+            _log_until(sim, e, t + 1)
             sim.done = True
             return None
         # jump to the next step where something happens
-        na = sim._next_arrival
         nxt = arrival[na] if na < n_jobs else MAX_STEPS + 1
         if due_steps and <long>due_steps[0] < nxt:
             nxt = due_steps[0]

@@ -165,6 +165,7 @@ class MultiClusterSim:
         # Run the compiled step, event loop and observation when they were built (COMPILED); set to False
         # for the Python code (tests compare them).
         self.compiled = COMPILED is not None
+        self._compiled_episode = None
 
     # ------------------------------------------------------------ episode
 
@@ -200,6 +201,7 @@ class MultiClusterSim:
         self._queues: list[list[tuple]] = [[] for _ in range(c)]  # (job, batch, executors, request, queued at)
         self._dirty: list[int] = []                           # clusters whose queue or free executors changed
         self._reset_events()
+        self._compiled_episode = None   # the compiled code's view of this episode's lists (made on first use)
         self.buffer: list[int] = []
         self._route_jobs: list[RouteJob | None] = [None] * n
         self._next_arrival = 0
