@@ -163,7 +163,7 @@ class MultiClusterSim:
         # Never cleared by reset(): the caller empties it between episodes.
         self.execution_log: list[tuple[int, int, int, int, int, int, bool]] | None = None
         # Run the compiled step, event loop and observation when they were built (COMPILED); set to False
-        # for the Python code (tests compare them).
+        # for the Python code (tests compare them). Read by reset(): an episode runs one or the other.
         self.compiled = COMPILED is not None
         self._compiled_episode = None
 
@@ -201,7 +201,6 @@ class MultiClusterSim:
         self._queues: list[list[tuple]] = [[] for _ in range(c)]  # (job, batch, executors, request, queued at)
         self._dirty: list[int] = []                           # clusters whose queue or free executors changed
         self._reset_events()
-        self._compiled_episode = None   # the compiled code's view of this episode's lists (made on first use)
         self.buffer: list[int] = []
         self._route_jobs: list[RouteJob | None] = [None] * n
         self._next_arrival = 0
@@ -237,10 +236,13 @@ class MultiClusterSim:
         if fed.hetero_factors is not None:   # per-cluster demands (RouteJob.per_cluster) only where they differ
             self._job_fields["cluster_std"] = w.cluster_standard_runtime.astype(float).tolist()
             self._job_fields["cluster_deadline"] = w.cluster_deadline.astype(float).tolist()
+        # the compiled code's state of this episode (its queues and calendar in C): `compiled` is read here, once
+        # per episode
+        self._compiled_episode = COMPILED.Episode(self) if self.compiled and COMPILED is not None else None
         return self._run_until_decision()
 
     def step(self, decision: RouteDecision) -> RouteObservation | None:
-        if self.compiled:
+        if self._compiled_episode is not None:
             return COMPILED.step(self, decision)
         if self.done:
             raise RuntimeError("episode is over; call reset(seed)")
@@ -293,7 +295,7 @@ class MultiClusterSim:
         return f"{self.tag}/{self.seed}:{self.decisions}"
 
     def observation(self) -> RouteObservation:
-        if self.compiled:
+        if self._compiled_episode is not None:
             return COMPILED.observation(self)
         t = self.t
         lo = t - self.history if t > self.history else 0
@@ -351,7 +353,7 @@ class MultiClusterSim:
         return self._run_until_decision(routed=True)
 
     def _run_until_decision(self, routed: bool = False) -> RouteObservation | None:
-        if self.compiled:
+        if self._compiled_episode is not None:
             return COMPILED.run_until_decision(self, routed)
         return self._python_loop(routed)
 
