@@ -1,8 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """MultiClusterSim's per-decision work compiled (Cython): the event loop of `MultiClusterSim._python_loop`, the
-routing step, the occupation log and the observation, statement for statement as in sim.py, on the same state
-(the simulator's Python lists and dicts), with C integers for steps, clusters, jobs and executor counts and C
-stores into the float32 occupation log. Float sums stay Python arithmetic (no contraction into fused operations).
+routing step, the occupation log and the observation, step for step as in sim.py. The clusters' queues and the
+calendar of finishing executions and batch releases are C arrays here (Episode, made by reset()); everything the
+rest of the simulator reads (busy executors, capacities, the occupation log, per-job ratios, events) is the
+simulator's own Python state. C integers for steps, clusters, jobs and executor counts; C stores into the float32
+occupation log; float sums stay Python arithmetic (no contraction into fused multiply-adds).
 
 Built by setup.py when Cython and a C compiler are there (`pip install -e .` fetches Cython from PyPI); without
 it, or when this file changed since the build (SOURCE_SHA256, set by setup.py), sim.py runs the Python loop.
