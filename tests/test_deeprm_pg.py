@@ -210,6 +210,53 @@ def test_short_training_run_learns_and_beats_random(tiny_run):
         _train(out, 6)
 
 
+def test_reinforce_from_scratch_improves_on_its_start(tmp_path):
+    """REINFORCE by itself (no warm start) with the shipped recipe's options (advantage normalisation, a decaying
+    entropy bonus) on a small fixed setting: 12 iterations of 8 job sets x 10 rollouts lower the greedy validation
+    slowdown far below the untrained network's (measured: 2.67 -> 1.71) and below Packer's on the same job sets."""
+    summary = _train(tmp_path, 12, "--param", "load=0.75", "--param", "simu_len=30", "--set", "jobsets=8",
+                     "--set", "rollouts=10", "--set", "eval_every=12", "--set", "eval_episodes=20",
+                     "--set", "checkpoint_every=12", "--set", "normalize_advantages=true",
+                     "--set", "entropy_coef=0.01", "--set", "entropy_decay=12", "--set", "hidden=20",
+                     "--set", "lr=0.001", "--seed", "3")
+    curve = json.loads((tmp_path / "learning-curve.json").read_text())
+    start, end = curve["evaluations"][0], curve["evaluations"][-1]
+    assert (start["iteration"], end["iteration"]) == (0, 12)
+    assert end["slowdown"] < 0.8 * start["slowdown"], curve["evaluations"]
+    assert end["slowdown"] < summary["baselines"]["packer"]["slowdown"], (end, summary["baselines"])
+    rows = curve["iterations"]
+    # the bonus decays linearly to 0 at iteration 12; entropies are those of masked distributions over <= 11 actions
+    assert [r["entropy_coef"] for r in rows][:2] == pytest.approx([0.01, 0.01 * 11 / 12])
+    assert all(0 < r["entropy"] < np.log(11) for r in rows)
+
+
+def test_entropy_and_optimiser_options():
+    """The entropy of a masked distribution counts only the valid actions (and its gradient stays finite); rmsprop
+    is the DeepRM paper's optimiser; bad values are refused."""
+    import torch
+
+    from emulator.learners.deeprm_pg import DeepRMPgConfig, DeepRMPgTrainer
+
+    sc = get_scenario("deeprm", load=0.75, simu_len=20)
+    cfg = DeepRMPgConfig(hidden=(8,), jobsets=2, rollouts=3, optimizer="rmsprop", entropy_coef=0.5,
+                         normalize_advantages=True)
+    trainer = DeepRMPgTrainer(sc, cfg, 0, None)
+    assert isinstance(trainer.optim, torch.optim.RMSprop)
+    with torch.no_grad():
+        for p in trainer.net.parameters():
+            p.zero_()   # uniform over the valid actions: entropy log(number valid)
+    jobsets = trainer.play_iteration()
+    cat = trainer.stack([r for js in jobsets for r in js])
+    logp = trainer.log_prob_table(cat, slice(None))
+    _, entropy = trainer.gradient_step(jobsets)
+    assert entropy == pytest.approx(float(np.log(cat["valid"].sum(axis=1)).mean()), rel=1e-5)
+    assert torch.isinf(logp[~torch.from_numpy(cat["valid"])]).all()
+    assert all(torch.isfinite(p).all() for p in trainer.net.parameters())
+    for bad, match in (({"optimizer": "sgd"}, "adam or rmsprop"), ({"entropy_coef": -1}, ">= 0")):
+        with pytest.raises(Exception, match=match):
+            DeepRMPgConfig.from_options(bad)
+
+
 def test_resume_is_bit_identical(tiny_run, tmp_path, monkeypatch):
     from emulator.learners import deeprm_pg
 
