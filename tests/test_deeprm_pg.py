@@ -416,3 +416,29 @@ def test_shipped_model_beats_sjf_and_packer_at_load_075():
     assert slow["deeprm-pg"].mean() < 0.95 * slow["sjf"].mean() < 0.95 * slow["packer"].mean(), \
         {p: s.mean() for p, s in slow.items()}
     assert (slow["deeprm-pg"] < slow["sjf"]).sum() >= 12   # lower on most job sets, not on average only
+
+
+def test_learning_curves_benchmark_summarises_runs(tmp_path):
+    """benchmarks/deeprm_learning_curves.py: start, best and first iteration below SJF per run; PNG; JSON last line."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def curve(path, values):
+        evals = [{"iteration": 10 * i, "slowdown": v, "wall_seconds": 5.0 * i} for i, v in enumerate(values)]
+        path.write_text(json.dumps({"seed": 1, "evaluations": evals, "baselines": {
+            "sjf": {"slowdown": 1.65}, "packer": {"slowdown": 2.3}}}))
+        return str(path)
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "deeprm_learning_curves.py"
+    a, b = curve(tmp_path / "a.json", [2.4, 1.7, 1.6, 1.62]), curve(tmp_path / "b.json", [2.5, 1.9, 1.8])
+    out = subprocess.run([sys.executable, str(script), a, b, "--label", "A", "--label", "B", "--reference",
+                          "imitation=1.37", "--out", str(tmp_path / "lc")], capture_output=True, text=True, check=True)
+    runs = json.loads(out.stdout.strip().splitlines()[-1])["runs"]
+    assert runs["A"]["best"] == 1.6 and runs["A"]["best_iteration"] == 20 and runs["A"]["first_below_sjf_iteration"] == 20
+    assert runs["B"]["first_below_sjf_iteration"] is None and runs["B"]["start"] == 2.5
+    assert (tmp_path / "lc.png").stat().st_size > 0
+    assert json.loads((tmp_path / "lc.json").read_text())["references"] == {"imitation": 1.37}
+    bad = subprocess.run([sys.executable, str(script), str(tmp_path / "missing.json"), "--out", str(tmp_path / "x")],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "not a deeprm-pg learning curve" in bad.stderr

@@ -10,7 +10,10 @@ same job set's rollouts from the same time step on, and the policy gradient
 
     ∇θ Σ_rollouts Σ_decisions log πθ(a | s) · (G - b)
 
-(divided by the number of rollouts) takes one Adam step (lr 0.001). The network has one hidden layer of 20 units
+(divided by the number of rollouts) takes one Adam step (lr 0.001; `optimizer=rmsprop` is the DeepRM paper's).
+Two options make REINFORCE learn from scratch within a few hundred iterations on 2 CPU cores (the shipped recipe):
+`normalize_advantages` divides G - b by its standard deviation over the iteration, and `entropy_coef` adds an
+entropy bonus that decays linearly to 0 at iteration `entropy_decay`. The network has one hidden layer of 20 units
 (`--set hidden=64,32` for a larger one). Rollouts run in numpy with the served policy's own forward pass
 (policy_engine.policies.deeprm_pg); torch is only used for the gradient step. `--set workers=N` spreads an
 iteration's job sets over N processes (bit-identical to one: every rollout has its own seed).
