@@ -401,7 +401,8 @@ def test_keep_busy_never_idles_the_cluster(tmp_path):
 
 def test_shipped_model_beats_sjf_and_packer_at_load_075():
     """The issue's target on a fixed seeded set: models/deeprm-pg.safetensors has a lower mean slowdown than SJF
-    and Packer on the same 20 held-out job sets at load 0.75 (the `emulator compare` of the issue, 20 episodes)."""
+    and Packer on the same 20 held-out job sets at load 0.75 (the `emulator compare` of the issue, 20 episodes),
+    and it was learned by REINFORCE alone: no warm start from a teacher's choices or another model."""
     from pathlib import Path
 
     from emulator.evaluate import run_policy
@@ -409,6 +410,8 @@ def test_shipped_model_beats_sjf_and_packer_at_load_075():
     model = Path(__file__).resolve().parent.parent / "models" / "deeprm-pg.safetensors"
     _, meta = load_artifact(model, policy="deeprm-pg")
     assert meta["keep_busy"] is True and meta["scenario_params"]["load"] == 0.75
+    hp = meta["hyperparameters"]
+    assert meta["imitation"] is None and hp["imitate"] == "" and hp["init"] == "" and meta["iterations_trained"] >= 100
     sc = get_scenario("deeprm", load=0.75)
     slow = {p: np.array([e["slowdown"] for e in run_policy(sc, p, 20, 0, model=str(model) if p == "deeprm-pg"
                                                            else None, progress=False)])
