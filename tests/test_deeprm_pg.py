@@ -89,7 +89,12 @@ def model_file(tmp_path_factory):
 
 
 def test_served_policy_is_the_learners_greedy_policy(model_file):
-    """Whole scenario episodes with `deeprm-pg` give exactly the learner's greedy rollouts (what validation plays)."""
+    """Whole scenario episodes with `deeprm-pg` give exactly the learner's greedy rollouts (what validation plays),
+    for a random network and for the shipped one. The trained network reads the image's last column (steps since
+    the newest waiting job arrived), which changes when a step starts the newest job: the served policy re-reads it
+    after every start as the learner does (it once kept the step's first value, and 3 of these 5 episodes differed)."""
+    from pathlib import Path
+
     from emulator.drivers import InProcessDriver
 
     sc = get_scenario("deeprm", load=0.8)
@@ -99,6 +104,13 @@ def test_served_policy_is_the_learners_greedy_policy(model_file):
         m = sc.run_episode(driver, seed)
         r = play(sc.config, seed, PolicyNetwork(tensors), None, True, 5000)
         assert m["slowdown"] == pytest.approx(r.slowdown, abs=1e-12) and len(r.action) > 10
+    shipped = Path(__file__).resolve().parent.parent / "models" / "deeprm-pg.safetensors"
+    tensors, meta = load_artifact(shipped)
+    driver = InProcessDriver(DeepRMPgPolicy(model=shipped))
+    sc = get_scenario("deeprm", load=0.75)
+    for seed in range(5):
+        r = play(sc.config, seed, PolicyNetwork(tensors), None, True, 5000, keep_busy=meta["keep_busy"])
+        assert sc.run_episode(driver, seed)["slowdown"] == pytest.approx(r.slowdown, abs=1e-12), seed
 
 
 def test_policy_refuses_foreign_and_damaged_models(model_file, tmp_path):
