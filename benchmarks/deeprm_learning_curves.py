@@ -93,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"runs": {label: summarise(c) for label, c in curves.items()}}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     plot(curves, args.out.with_suffix(".png"), references)
-    args.out.with_suffix(".json").write_text(json.dumps(
-        {**summary, "references": references, "curves": {label: c["evaluations"] for label, c in curves.items()}}, indent=1) + "\n")
+    curves_out = {label: c["evaluations"] for label, c in curves.items()}
+    args.out.with_suffix(".json").write_text(
+        json.dumps({**summary, "references": references, "curves": curves_out}, indent=1) + "\n")
     for label, s in summary["runs"].items():
         print(f"{label:>24}: start {s['start']:.3f}  best {s['best']:.3f} (it {s['best_iteration']})  final "
               f"{s['final']:.3f} (it {s['final_iteration']})  first below SJF {s['sjf']:.3f}: "

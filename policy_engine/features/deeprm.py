@@ -124,8 +124,8 @@ def image(obs: ScheduleObservation, spec: ImageSpec = ImageSpec(), since_new: in
     return out
 
 
-def since_newest_ask(obs: ScheduleObservation, spec: ImageSpec = ImageSpec(), started: frozenset[str] | set[str] = frozenset()
-                     ) -> int:
+def since_newest_ask(obs: ScheduleObservation, spec: ImageSpec = ImageSpec(),
+                     started: frozenset[str] | set[str] = frozenset()) -> int:
     """Steps since the newest waiting job arrived: the image's last column as a policy can read it off the
     observation (the gymnasium environment counts from the newest arrival of any job instead). `started`: ask ids
     already started in this call, no longer waiting (the learner re-reads the column after every start)."""
