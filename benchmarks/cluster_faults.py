@@ -91,12 +91,13 @@ class JmxPoller:
         return self
 
     def _run(self) -> None:
-        from cluster import _http_json
+        from cluster import RM_JMX_BEAN, _http_json
 
+        rm = self.cluster.rm_url  # once: the property asks Docker for the published port
         while not self._stop.is_set():
             try:
-                jmx = self.cluster.rm_jmx()
-                nodes = (_http_json(f"{self.cluster.rm_url}/ws/v1/cluster/nodes").get("nodes") or {}).get("node")
+                jmx = _http_json(f"{rm}/jmx?qry={RM_JMX_BEAN}")["beans"][0]
+                nodes = (_http_json(f"{rm}/ws/v1/cluster/nodes").get("nodes") or {}).get("node")
                 s = Sample(time.monotonic(), {k: jmx.get(k) for k in (*COUNTERS, "BreakerState", "EngineHealth")},
                            over_allocated(nodes or []))
                 with self._lock:
@@ -413,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("--name", default="yarnrl", help="the running container cluster (make cluster-up; default "
                                                      "%(default)s); started, and removed at the end, when absent")
+    ap.add_argument("--policy", help="restart the engine with this policy first (default: keep the running one; a "
+                                      "started cluster runs delay)")
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated, of none,kill,pause (default all)")
     ap.add_argument("--repeats", type=int, default=2, help="runs of every case (default %(default)s)")
     ap.add_argument("--job", choices=("small", "hibench"), default="small",
@@ -429,6 +432,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--cases: choose from {', '.join(CASES)}")
     if args.repeats < 1 or args.hold_s < 0 or args.timeout_s <= 0 or args.poll_s <= 0:
         ap.error("--repeats must be >= 1, --hold-s >= 0, --timeout-s and --poll-s > 0")
+    if args.policy:
+        from policy_engine.policy import UnknownPolicy, spec
+
+        try:
+            if "schedule" not in spec(args.policy).capabilities:
+                ap.error(f"--policy: {args.policy} does not schedule node heartbeats (a routing policy)")
+        except UnknownPolicy as e:
+            ap.error(f"--policy: {e}")
 
     import cluster as docker_cluster
     import images
@@ -448,6 +459,9 @@ def main(argv: list[str] | None = None) -> int:
             started = True
         if not cl.spec.engine:
             ap.error(f"cluster {args.name!r} runs without an engine")
+        if args.policy and args.policy != cl.spec.policy:
+            say(f"engine -> {args.policy}")
+            cl.start_engine(args.policy)
         load0 = os.getloadavg()[0]
         ensure_input(cl, "/hibench/wordcount/input")
         runs = []

@@ -126,3 +126,11 @@ def test_bad_options_are_refused_before_any_cluster_work(argv, message, capsys):
 def test_unknown_case_is_refused():
     with pytest.raises(ValueError, match="unknown case 'crash'"):
         cf.run_case(None, "crash")
+
+
+def test_unknown_policy_is_refused_with_the_registered_names(capsys):
+    with pytest.raises(SystemExit) as e:
+        cf.main(["--policy", "no-such-policy"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--policy" in err and "fifo" in err
