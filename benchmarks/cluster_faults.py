@@ -3,7 +3,8 @@
 A real Hadoop 3.5.0 cluster in containers (docker/cluster.py: NameNode, ResourceManager with RlScheduler, 4 workers in
 2 racks, the policy engine, a client). For each case a WordCount runs through RlScheduler; once its
 ApplicationMaster runs (its map and reduce asks still to come) the fault starts, and lasts until the plugin has
-counted the fallback the fault must cause and at least --hold-s; then the engine is restored and the job runs on.
+counted the fallback the fault must cause, its health check has found the engine UNREACHABLE, and at least
+--hold-s; then the engine is restored and the job runs on.
 
     none    no fault: the reference job time
     kill    `docker kill` of the engine container (SIGKILL: its connections reset, its address stops answering),
@@ -320,6 +321,11 @@ def run_case(cluster, case: str, job: str = "small", inp: str = "/hibench/wordco
             try:
                 wait_until(lambda: any(cluster.rm_jmx()[k] > before[k] for k in expected) or j.done(),
                            timeout_s, f"{case}: a fallback counted in {expected}")
+                # and until the plugin's health check has seen the engine down (in the samples, so the figure is
+                # measured, however slow the RM's monitor thread is on a loaded machine)
+                wait_until(lambda: any(s.t >= t_fault and not healthy(s.jmx.get("EngineHealth"))
+                                       for s in poller.snapshot()),
+                           timeout_s, f"{case}: the plugin's health check to find the engine UNREACHABLE")
                 left = hold_s - (time.monotonic() - t_fault)
                 if left > 0:
                     time.sleep(left)
