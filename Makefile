@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test install proto plugin clean images cluster-up cluster-down
 MVN ?= mvn
 
-$(STAMP): pyproject.toml
+# setup.py and the .pyx: the emulator's compiled event loop is built by the install (rebuilt when they change)
+$(STAMP): pyproject.toml setup.py emulator/multicluster/_fastloop.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[all]'

@@ -9,6 +9,8 @@ outcome a `driver.report`, exactly as `emulator run` plays an episode; remote mo
 
 The last line of stdout is one JSON object. The 1-minute load average is included: on a shared machine other
 processes take CPU from the run, so in-process cases also report decisions per CPU-second of this process.
+`event_loop` says which simulator loop ran: "compiled" (the Cython extension setup.py builds where a C compiler
+is) or "python" (the same events, slower).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from emulator.drivers import make_driver  # noqa: E402
+from emulator.multicluster.sim import COMPILED  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402
 
 CASES = [("multicluster-uniform", "sf-e"), ("hetero-elastic-uniform", "maf")]
@@ -64,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['scenario']:<24} {r['policy']:<5} {r['mode']:<10} {r['decisions_per_s']:>10,.0f} decisions/s "
                   f"{r['steps_per_s']:>12,.0f} steps/s  ({r['episodes']} episodes, {r['seconds']:.2f} s)")
     print(json.dumps({"benchmark": "emulator_speed", "python": platform.python_version(),
-                      "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2), "results": results}))
+                      "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
+                      "event_loop": "compiled" if COMPILED is not None else "python", "results": results}))
     return 0
 
 

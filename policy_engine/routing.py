@@ -28,6 +28,21 @@ def mean_occupation(cluster: ClusterState, window: int = WINDOW) -> float:
     return float(_sum(h, dtype=np.float64)) / h.size
 
 
+def mean_occupations(obs: RouteObservation, window: int = WINDOW) -> list[float]:
+    """mean_occupation of every cluster of the observation, in cluster order. When the observation carries its
+    histories as one array (RouteObservation.occupation, the emulator's), one reduce over its rows: numpy sums
+    each row of an axis-1 reduce as it sums that row alone, so the floats are the same
+    (tests/test_multicluster_fast_path.py checks that on random data)."""
+    occ = obs.occupation
+    clusters = obs.clusters
+    if occ is None or occ.ndim != 2 or occ.shape[0] != len(clusters) or occ.shape[1] == 0:
+        return [mean_occupation(c, window) for c in clusters]
+    if occ.shape[1] > window:
+        occ = occ[:, -window:]
+    n = occ.shape[1]
+    return [s / n for s in _sum(occ, axis=1, dtype=np.float64).tolist()]
+
+
 def mean_request(job: RouteJob) -> float:
     """Seed 000's "computing capacity requirement": the expected executor count of one execution (the mean of the
     10 equally likely counts)."""

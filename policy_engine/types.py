@@ -252,6 +252,10 @@ class RouteObservation:
     request_id: str = ""
     sequence: RouteSequence | None = None  # the request's turn in its caller's stream, when the caller numbers them
     manager: ManagerView | None = None  # DSRAP (seed 004): one cluster manager's step instead of a job buffer
+    # The clusters' occupation histories as the rows of one (clusters x steps) array, when the producer keeps them so
+    # (the multi-cluster emulator): row i is clusters[i].occupation_history. Lets a policy average every cluster in
+    # one numpy call (routing.mean_occupations); never sent over the wire. Whoever changes `clusters` drops it.
+    occupation: np.ndarray | None = None
 
 
 @dataclass(slots=True)

@@ -89,7 +89,12 @@ def model_file(tmp_path_factory):
 
 
 def test_served_policy_is_the_learners_greedy_policy(model_file):
-    """Whole scenario episodes with `deeprm-pg` give exactly the learner's greedy rollouts (what validation plays)."""
+    """Whole scenario episodes with `deeprm-pg` give exactly the learner's greedy rollouts (what validation plays),
+    for a random network and for the shipped one. The trained network reads the image's last column (steps since
+    the newest waiting job arrived), which changes when a step starts the newest job: the served policy re-reads it
+    after every start as the learner does (it once kept the step's first value, and 4 of these 5 episodes differed)."""
+    from pathlib import Path
+
     from emulator.drivers import InProcessDriver
 
     sc = get_scenario("deeprm", load=0.8)
@@ -99,6 +104,13 @@ def test_served_policy_is_the_learners_greedy_policy(model_file):
         m = sc.run_episode(driver, seed)
         r = play(sc.config, seed, PolicyNetwork(tensors), None, True, 5000)
         assert m["slowdown"] == pytest.approx(r.slowdown, abs=1e-12) and len(r.action) > 10
+    shipped = Path(__file__).resolve().parent.parent / "models" / "deeprm-pg.safetensors"
+    tensors, meta = load_artifact(shipped)
+    driver = InProcessDriver(DeepRMPgPolicy(model=shipped))
+    sc = get_scenario("deeprm", load=0.75)
+    for seed in range(5):
+        r = play(sc.config, seed, PolicyNetwork(tensors), None, True, 5000, keep_busy=meta["keep_busy"])
+        assert sc.run_episode(driver, seed)["slowdown"] == pytest.approx(r.slowdown, abs=1e-12), seed
 
 
 def test_policy_refuses_foreign_and_damaged_models(model_file, tmp_path):
@@ -208,6 +220,53 @@ def test_short_training_run_learns_and_beats_random(tiny_run):
     assert np.mean([e["slowdown"] for e in served]) == pytest.approx(ev[-1]["slowdown"], rel=1e-12)
     with pytest.raises(SystemExit, match="--resume"):
         _train(out, 6)
+
+
+def test_reinforce_from_scratch_improves_on_its_start(tmp_path):
+    """REINFORCE by itself (no warm start) with the shipped recipe's options (advantage normalisation, a decaying
+    entropy bonus) on a small fixed setting: 12 iterations of 8 job sets x 10 rollouts lower the greedy validation
+    slowdown far below the untrained network's (measured: 2.67 -> 1.71) and below Packer's on the same job sets."""
+    summary = _train(tmp_path, 12, "--param", "load=0.75", "--param", "simu_len=30", "--set", "jobsets=8",
+                     "--set", "rollouts=10", "--set", "eval_every=12", "--set", "eval_episodes=20",
+                     "--set", "checkpoint_every=12", "--set", "normalize_advantages=true",
+                     "--set", "entropy_coef=0.01", "--set", "entropy_decay=12", "--set", "hidden=20",
+                     "--set", "lr=0.001", "--seed", "3")
+    curve = json.loads((tmp_path / "learning-curve.json").read_text())
+    start, end = curve["evaluations"][0], curve["evaluations"][-1]
+    assert (start["iteration"], end["iteration"]) == (0, 12)
+    assert end["slowdown"] < 0.8 * start["slowdown"], curve["evaluations"]
+    assert end["slowdown"] < summary["baselines"]["packer"]["slowdown"], (end, summary["baselines"])
+    rows = curve["iterations"]
+    # the bonus decays linearly to 0 at iteration 12; entropies are those of masked distributions over <= 11 actions
+    assert [r["entropy_coef"] for r in rows][:2] == pytest.approx([0.01, 0.01 * 11 / 12])
+    assert all(0 < r["entropy"] < np.log(11) for r in rows)
+
+
+def test_entropy_and_optimiser_options():
+    """The entropy of a masked distribution counts only the valid actions (and its gradient stays finite); rmsprop
+    is the DeepRM paper's optimiser; bad values are refused."""
+    import torch
+
+    from emulator.learners.deeprm_pg import DeepRMPgConfig, DeepRMPgTrainer
+
+    sc = get_scenario("deeprm", load=0.75, simu_len=20)
+    cfg = DeepRMPgConfig(hidden=(8,), jobsets=2, rollouts=3, optimizer="rmsprop", entropy_coef=0.5,
+                         normalize_advantages=True)
+    trainer = DeepRMPgTrainer(sc, cfg, 0, None)
+    assert isinstance(trainer.optim, torch.optim.RMSprop)
+    with torch.no_grad():
+        for p in trainer.net.parameters():
+            p.zero_()   # uniform over the valid actions: entropy log(number valid)
+    jobsets = trainer.play_iteration()
+    cat = trainer.stack([r for js in jobsets for r in js])
+    logp = trainer.log_prob_table(cat, slice(None))
+    _, entropy = trainer.gradient_step(jobsets)
+    assert entropy == pytest.approx(float(np.log(cat["valid"].sum(axis=1)).mean()), rel=1e-5)
+    assert torch.isinf(logp[~torch.from_numpy(cat["valid"])]).all()
+    assert all(torch.isfinite(p).all() for p in trainer.net.parameters())
+    for bad, match in (({"optimizer": "sgd"}, "adam or rmsprop"), ({"entropy_coef": -1}, ">= 0")):
+        with pytest.raises(Exception, match=match):
+            DeepRMPgConfig.from_options(bad)
 
 
 def test_resume_is_bit_identical(tiny_run, tmp_path, monkeypatch):
@@ -354,7 +413,8 @@ def test_keep_busy_never_idles_the_cluster(tmp_path):
 
 def test_shipped_model_beats_sjf_and_packer_at_load_075():
     """The issue's target on a fixed seeded set: models/deeprm-pg.safetensors has a lower mean slowdown than SJF
-    and Packer on the same 20 held-out job sets at load 0.75 (the `emulator compare` of the issue, 20 episodes)."""
+    and Packer on the same 20 held-out job sets at load 0.75 (the `emulator compare` of the issue, 20 episodes),
+    and it was learned by REINFORCE alone: no warm start from a teacher's choices or another model."""
     from pathlib import Path
 
     from emulator.evaluate import run_policy
@@ -362,6 +422,8 @@ def test_shipped_model_beats_sjf_and_packer_at_load_075():
     model = Path(__file__).resolve().parent.parent / "models" / "deeprm-pg.safetensors"
     _, meta = load_artifact(model, policy="deeprm-pg")
     assert meta["keep_busy"] is True and meta["scenario_params"]["load"] == 0.75
+    hp = meta["hyperparameters"]
+    assert meta["imitation"] is None and hp["imitate"] == "" and hp["init"] == "" and meta["iterations_trained"] >= 100
     sc = get_scenario("deeprm", load=0.75)
     slow = {p: np.array([e["slowdown"] for e in run_policy(sc, p, 20, 0, model=str(model) if p == "deeprm-pg"
                                                            else None, progress=False)])
@@ -369,3 +431,30 @@ def test_shipped_model_beats_sjf_and_packer_at_load_075():
     assert slow["deeprm-pg"].mean() < 0.95 * slow["sjf"].mean() < 0.95 * slow["packer"].mean(), \
         {p: s.mean() for p, s in slow.items()}
     assert (slow["deeprm-pg"] < slow["sjf"]).sum() >= 12   # lower on most job sets, not on average only
+
+
+def test_learning_curves_benchmark_summarises_runs(tmp_path):
+    """benchmarks/deeprm_learning_curves.py: start, best and first iteration below SJF per run; PNG; JSON last line."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def curve(path, values):
+        evals = [{"iteration": 10 * i, "slowdown": v, "wall_seconds": 5.0 * i} for i, v in enumerate(values)]
+        path.write_text(json.dumps({"seed": 1, "evaluations": evals, "baselines": {
+            "sjf": {"slowdown": 1.65}, "packer": {"slowdown": 2.3}}}))
+        return str(path)
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "deeprm_learning_curves.py"
+    a, b = curve(tmp_path / "a.json", [2.4, 1.7, 1.6, 1.62]), curve(tmp_path / "b.json", [2.5, 1.9, 1.8])
+    out = subprocess.run([sys.executable, str(script), a, b, "--label", "A", "--label", "B", "--reference",
+                          "imitation=1.37", "--out", str(tmp_path / "lc")], capture_output=True, text=True, check=True)
+    runs = json.loads(out.stdout.strip().splitlines()[-1])["runs"]
+    assert runs["A"]["best"] == 1.6 and runs["A"]["best_iteration"] == 20
+    assert runs["A"]["first_below_sjf_iteration"] == 20
+    assert runs["B"]["first_below_sjf_iteration"] is None and runs["B"]["start"] == 2.5
+    assert (tmp_path / "lc.png").stat().st_size > 0
+    assert json.loads((tmp_path / "lc.json").read_text())["references"] == {"imitation": 1.37}
+    bad = subprocess.run([sys.executable, str(script), str(tmp_path / "missing.json"), "--out", str(tmp_path / "x")],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "not a deeprm-pg learning curve" in bad.stderr

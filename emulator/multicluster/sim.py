@@ -19,8 +19,12 @@ the miss is counted, and reported, when the execution finishes.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import warnings
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -43,6 +47,33 @@ FIFO = "fifo"                  # seed 000: strict arrival order, the head of the
 HALTED_FIRST = "halted-first"  # seed 002: halted requests first, then this step's, each started if it fits
 
 MAX_STEPS = 50_000_000         # an episode that has not finished by then is a bug, not a long episode
+
+
+def _load_compiled():
+    """The compiled per-decision work (_fastloop.pyx, built by setup.py): a module with step, observation and
+    run_until_decision; None when it was not built or is older than the .pyx beside it (then the Python code runs:
+    the same events, slower)."""
+    try:
+        from emulator.multicluster import _fastloop
+    except ImportError:
+        return None
+    pyx = Path(__file__).with_name("_fastloop.pyx")
+    if pyx.exists() and hashlib.sha256(pyx.read_bytes()).hexdigest() != _fastloop.SOURCE_SHA256:
+        warnings.warn(f"{pyx} changed since its extension was built; the emulator runs its Python event loop "
+                      "(rebuild: pip install -e .)", RuntimeWarning, stacklevel=2)
+        return None
+    return _fastloop
+
+
+COMPILED = _load_compiled()
+
+
+_CATEGORY = {int(c): c for c in JobCategory}
+
+
+@lru_cache(maxsize=16)
+def _job_ids(n: int) -> tuple[str, ...]:
+    return tuple(f"j{i}" for i in range(n))
 
 
 @dataclass(frozen=True)
@@ -131,6 +162,10 @@ class MultiClusterSim:
         # missed): what learners need beyond the engine's feedback (RL-LSFC: did the execution wait to start?).
         # Never cleared by reset(): the caller empties it between episodes.
         self.execution_log: list[tuple[int, int, int, int, int, int, bool]] | None = None
+        # Run the compiled step, event loop and observation when they were built (COMPILED); set to False
+        # for the Python code (tests compare them). Read by reset(): an episode runs one or the other.
+        self.compiled = COMPILED is not None
+        self._compiled_episode = None
 
     # ------------------------------------------------------------ episode
 
@@ -165,9 +200,7 @@ class MultiClusterSim:
         self._stale = [False] * c
         self._queues: list[list[tuple]] = [[] for _ in range(c)]  # (job, batch, executors, request, queued at)
         self._dirty: list[int] = []                           # clusters whose queue or free executors changed
-        self._completions: list[tuple] = []                   # (finish, seq, cluster, job, batch, executors, req)
-        self._releases: list[tuple] = []                      # (time, seq, job, batch)
-        self._seq = 0
+        self._reset_events()
         self.buffer: list[int] = []
         self._route_jobs: list[RouteJob | None] = [None] * n
         self._next_arrival = 0
@@ -192,18 +225,25 @@ class MultiClusterSim:
         self._dl = w.cluster_deadline.tolist()
         self._dist = w.distribution
         self._slots = w.slot.tolist()
-        self._job_ids = [f"j{i}" for i in range(n)]
+        self._job_ids = _job_ids(n)
         self._fifo = self.local_scheduler == FIFO
         self._job_fields = {   # RouteJob fields as Python numbers, converted once per episode
-            "category": w.category.tolist(), "runtime": w.standard_runtime.astype(float).tolist(),
+            "category": [_CATEGORY[v] for v in w.category.tolist()],
+            "runtime": w.standard_runtime.astype(float).tolist(),
             "deadline": w.deadline.astype(float).tolist(), "duration": w.duration.astype(float).tolist(),
             "expected_hetero": w.expected_hetero.astype(float).tolist(), "sensitivity": w.sensitivity.tolist(),
-            "cluster_std": w.cluster_standard_runtime.astype(float).tolist(),
-            "cluster_deadline": w.cluster_deadline.astype(float).tolist(),
         }
+        if fed.hetero_factors is not None:   # per-cluster demands (RouteJob.per_cluster) only where they differ
+            self._job_fields["cluster_std"] = w.cluster_standard_runtime.astype(float).tolist()
+            self._job_fields["cluster_deadline"] = w.cluster_deadline.astype(float).tolist()
+        # the compiled code's state of this episode (its queues and calendar in C): `compiled` is read here, once
+        # per episode
+        self._compiled_episode = COMPILED.Episode(self) if self.compiled and COMPILED is not None else None
         return self._run_until_decision()
 
     def step(self, decision: RouteDecision) -> RouteObservation | None:
+        if self._compiled_episode is not None:
+            return COMPILED.step(self, decision)
         if self.done:
             raise RuntimeError("episode is over; call reset(seed)")
         if not 0 <= decision.job_index < len(self.buffer):
@@ -216,11 +256,7 @@ class MultiClusterSim:
         self._cluster_of[job] = c
         self._counts_on[job] = self._dist[job, c].tolist()  # its 10 executor counts there, read per execution
         self.decisions += 1
-        t = self.t
-        self._request(job, 0, c, self._arrival[job], t)
-        self._schedule_dirty(t)
-        self.t = t + 1 if self.buffer else self._next_event_time(t)
-        return self._run_until_decision()
+        return self._routed(job, c)
 
     def take_events(self) -> list[Event]:
         ev, self.events = self.events, []
@@ -259,17 +295,19 @@ class MultiClusterSim:
         return f"{self.tag}/{self.seed}:{self.decisions}"
 
     def observation(self) -> RouteObservation:
+        if self._compiled_episode is not None:
+            return COMPILED.observation(self)
         t = self.t
         lo = t - self.history if t > self.history else 0
         self._log_until(t)
-        occ = self._occ
+        window = self._occ[:, lo:t]   # every cluster's history, as rows of one array (RouteObservation.occupation)
         cap, busy, missed, queues = self._cap, self._busy, self._missed, self._queues
         normal, max_cap, hetero, elastic = self._normal, self._max_capacity, self._hetero, self._is_elastic
         clusters = []
         for i, cid in enumerate(self.cluster_ids):
             free = cap[i] - busy[i]
             clusters.append(ClusterState(cid, normal[i], max_cap[i], cap[i], free if free > 0 else 0, hetero[i],
-                                         occ[i, lo:t], missed[i], len(queues[i]), elastic[i]))
+                                         window[i], missed[i], len(queues[i]), elastic[i]))
         route_jobs = self._route_jobs
         jobs = []
         for j in self.buffer:
@@ -279,7 +317,7 @@ class MultiClusterSim:
             jobs.append(rj)
         stream = f"{self.tag}/{self.seed}"
         return RouteObservation(jobs=jobs, clusters=clusters, time=float(t), request_id=f"{stream}:{self.decisions}",
-                                sequence=RouteSequence(stream, self.decisions))
+                                sequence=RouteSequence(stream, self.decisions), occupation=window)
 
     def _make_route_job(self, j: int) -> RouteJob:
         w = self.workload
@@ -290,7 +328,7 @@ class MultiClusterSim:
             per_cluster = tuple(ClusterDemand(cid, w.distribution[j, i], std[i], dl[i])
                                 for i, cid in enumerate(self.cluster_ids))
         return RouteJob(
-            job_id=self._job_ids[j], category=JobCategory(f["category"][j]),
+            job_id=self._job_ids[j], category=f["category"][j],
             request_distribution=w.base_distribution[j], executor_runtime=f["runtime"][j],
             deadline=f["deadline"][j], duration=f["duration"][j], executions=self._execs[j],
             submit_time=float(self._arrival[j]), expected_hetero_factor=f["expected_hetero"][j],
@@ -298,64 +336,212 @@ class MultiClusterSim:
 
     # ------------------------------------------------------------ the event loop
 
-    def _run_until_decision(self) -> RouteObservation | None:
-        n_jobs = self.n_jobs
-        arrival = self._arrival
-        comp = self._completions
-        rel = self._releases
-        buffer = self.buffer
-        elastic = self._elastic
-        window = self.federation.elastic_window
+    def _reset_events(self) -> None:
+        # The calendar: what is due at each step, in the order it was scheduled (the order of a heap keyed by
+        # (step, sequence number)), and a heap of the steps that have anything due.
+        self._due_finish: dict[int, list[tuple]] = {}   # step -> [(cluster, job, batch, executors, request)]
+        self._due_release: dict[int, list[tuple]] = {}  # step -> [(job, batch)]
+        self._due_steps: list[int] = []
+
+    def _routed(self, job: int, c: int) -> RouteObservation | None:
+        """The job's first execution asks cluster c (its request time is the job's submission), and the step goes on."""
+        executors = self._counts_on[job][self._slots[job][0]]
+        normal = self._normal[c]
+        self._queues[c].append((job, 0, executors if executors < normal else normal, self._arrival[job], self.t))
+        if c not in self._dirty:
+            self._dirty.append(c)
+        return self._run_until_decision(routed=True)
+
+    def _run_until_decision(self, routed: bool = False) -> RouteObservation | None:
+        if self._compiled_episode is not None:
+            return COMPILED.run_until_decision(self, routed)
+        return self._python_loop(routed)
+
+    def _python_loop(self, routed: bool = False) -> RouteObservation | None:
+        """Run steps until the global buffer holds a job (return the observation) or every job has finished (None).
+
+        One loop with every event inlined: an episode runs ~8 executions per routing decision, and at that rate
+        method calls, heap tuples and attribute reads were most of the simulator's cost. Per step, in this order:
+        arrivals join the buffer; executions due to finish finish (in the order they started), then streaming
+        batches due for release ask their cluster (in the order they were scheduled); the elasticity controller
+        ticks; the local scheduler of every cluster whose queue or free executors changed starts what it can.
+        `routed`: a job was just routed at this step: only the local schedulers run before the next step.
+        ReferenceMultiClusterSim (sim_reference.py) is the same loop written one method per event, and is tested
+        to give identical episodes."""
+        t = self.t
+        n_jobs, arrival, buffer = self.n_jobs, self._arrival, self.buffer
+        due_finish, due_release, due_steps = self._due_finish, self._due_release, self._due_steps
+        heappush, heappop = heapq.heappush, heapq.heappop
+        elastic, window = self._elastic, self.federation.elastic_window
+        dirty, queues, cluster_of = self._dirty, self._queues, self._cluster_of
+        cap, busy, normal = self._cap, self._busy, self._normal
+        since, stale, ratio = self._since, self._stale, self._ratio
+        occ, rows, occ_len = self._occ, self._occ_rows, self._occ_len
+        run, std, dl, execs, period = self._run, self._std, self._dl, self._execs, self._period
+        counts_on, slots = self._counts_on, self._slots
+        ratio_delay, ratio_std = self._ratio_delay, self._ratio_std
+        execution_log, events = self.execution_log, self.events
+        fifo = self._fifo
         while True:
-            t = self.t
-            na = self._next_arrival
-            if na < n_jobs and arrival[na] <= t:
-                while na < n_jobs and arrival[na] <= t:
-                    buffer.append(na)
-                    na += 1
-                self._next_arrival = na
-            if comp and comp[0][0] <= t:
-                self._complete(t)
-            if rel and rel[0][0] <= t:
-                self._release(t)
-            if elastic and t % window == 0 and t > 0:
-                self._elasticity(t)
-            if self._dirty:
-                self._schedule_dirty(t)
+            if not routed:
+                self.t = t
+                na = self._next_arrival
+                if na < n_jobs and arrival[na] <= t:
+                    while na < n_jobs and arrival[na] <= t:
+                        buffer.append(na)
+                        na += 1
+                    self._next_arrival = na
+                if due_steps and due_steps[0] <= t:
+                    at = heappop(due_steps)
+                    due = due_finish.pop(at, None)
+                    if due is not None:
+                        for c, job, batch, executors, req in due:
+                            s = since[c]
+                            if s < t:   # c's executors change at t: log its occupation ratio of the steps before t
+                                if stale[c]:
+                                    ratio[c] = busy[c] / cap[c]
+                                if t > occ_len:
+                                    self._grow(t)
+                                    occ, rows, occ_len = self._occ, self._occ_rows, self._occ_len
+                                r = ratio[c]
+                                if t - s <= 8:    # as _fill
+                                    row = rows[c]
+                                    for k in range(s, t):
+                                        row[k] = r
+                                else:
+                                    occ[c, s:t] = r
+                                since[c] = t
+                            stale[c] = True
+                            busy[c] -= executors
+                            if c not in dirty:
+                                dirty.append(c)
+                            ar = t - req
+                            run_c = run[job][c]
+                            ratio_delay[job].append(ar / run_c)
+                            ratio_std[job].append(ar / std[job])
+                            deadline = dl[job][c]
+                            missed = bool(deadline and ar > deadline)
+                            if missed:
+                                self._missed[c] += 1
+                                self._job_missed[job] += 1
+                                events.append(DeadlineMissed(self._job_ids[job], self.cluster_ids[c], timestamp_ms=t))
+                            if execution_log is not None:
+                                execution_log.append((t, c, job, batch, req, t - run_c, missed))
+                            batch += 1
+                            if batch < execs[job]:
+                                release = arrival[job] + batch * period[job]
+                                if release <= t:   # the next batch is late already: it asks now
+                                    executors = counts_on[job][slots[job][batch]]
+                                    n = normal[c]
+                                    queues[c].append((job, batch, executors if executors < n else n, t, t))
+                                else:
+                                    waiting = due_release.get(release)
+                                    if waiting is None:
+                                        due_release[release] = [(job, batch)]
+                                        if release not in due_finish:
+                                            heappush(due_steps, release)
+                                    else:
+                                        waiting.append((job, batch))
+                            else:
+                                self._finish(job, c, t)
+                    due = due_release.pop(at, None)
+                    if due is not None:
+                        for job, batch in due:
+                            c = cluster_of[job]
+                            executors = counts_on[job][slots[job][batch]]
+                            n = normal[c]
+                            queues[c].append((job, batch, executors if executors < n else n, t, t))
+                            if c not in dirty:
+                                dirty.append(c)
+                if elastic and t % window == 0 and t > 0:
+                    self._elasticity(t)
+                    occ, rows, occ_len = self._occ, self._occ_rows, self._occ_len
+            if dirty:
+                # the local schedulers of the clusters whose queue or free executors changed at t
+                for c in dirty:
+                    queue = queues[c]
+                    if not queue:
+                        continue
+                    free = cap[c] - busy[c]
+                    started = 0
+                    if fifo:
+                        # strict arrival order: the head of the queue blocks everything behind it
+                        while queue and queue[0][2] <= free:
+                            job, batch, executors, req, _ = queue.pop(0)
+                            free -= executors
+                            started += executors
+                            finish = t + run[job][c]
+                            due = due_finish.get(finish)
+                            if due is None:
+                                due_finish[finish] = [(c, job, batch, executors, req)]
+                                if finish not in due_release:
+                                    heappush(due_steps, finish)
+                            else:
+                                due.append((c, job, batch, executors, req))
+                    else:
+                        # halted requests (queued at earlier steps) first, then this step's; each in job arrival order
+                        if len(queue) > 1:
+                            queue.sort(key=lambda r: (r[4] >= t, r[0]))
+                        keep = []
+                        for q in queue:
+                            job, batch, executors, req, _ = q
+                            if executors <= free:
+                                free -= executors
+                                started += executors
+                                finish = t + run[job][c]
+                                due = due_finish.get(finish)
+                                if due is None:
+                                    due_finish[finish] = [(c, job, batch, executors, req)]
+                                    if finish not in due_release:
+                                        heappush(due_steps, finish)
+                                else:
+                                    due.append((c, job, batch, executors, req))
+                            else:
+                                keep.append(q)
+                        queues[c] = keep
+                    if started:
+                        s = since[c]
+                        if s < t:
+                            if stale[c]:
+                                ratio[c] = busy[c] / cap[c]
+                            if t > occ_len:
+                                self._grow(t)
+                                occ, rows, occ_len = self._occ, self._occ_rows, self._occ_len
+                            r = ratio[c]
+                            if t - s <= 8:
+                                row = rows[c]
+                                for k in range(s, t):
+                                    row[k] = r
+                            else:
+                                occ[c, s:t] = r
+                            since[c] = t
+                        stale[c] = True
+                        busy[c] += started
+                dirty.clear()
             if buffer:
-                return self.observation()
+                if not routed:           # the global manager decides
+                    return self.observation()
+                t += 1                   # a job was routed at t: one job per step
+                routed = False
+                continue
+            routed = False
             if self.finished == n_jobs:
+                self.t = t
                 self._log_until(t + 1)
                 self.done = True
                 return None
             # jump to the next step where something happens
+            na = self._next_arrival
             nxt = arrival[na] if na < n_jobs else MAX_STEPS + 1
-            if comp and comp[0][0] < nxt:
-                nxt = comp[0][0]
-            if rel and rel[0][0] < nxt:
-                nxt = rel[0][0]
+            if due_steps and due_steps[0] < nxt:
+                nxt = due_steps[0]
             if elastic:
                 tick = (t // window + 1) * window
                 if tick < nxt:
                     nxt = tick
             if nxt > MAX_STEPS:
                 raise RuntimeError(f"episode did not finish within {MAX_STEPS} steps")
-            self.t = nxt
-
-    def _next_event_time(self, t: int) -> int:
-        nxt = MAX_STEPS + 1
-        if self._next_arrival < self.n_jobs:
-            nxt = self._arrival[self._next_arrival]
-        if self._completions and self._completions[0][0] < nxt:
-            nxt = self._completions[0][0]
-        if self._releases and self._releases[0][0] < nxt:
-            nxt = self._releases[0][0]
-        if self._elastic:
-            win = self.federation.elastic_window
-            tick = (t // win + 1) * win
-            if tick < nxt:
-                nxt = tick
-        return max(nxt, t + 1)
+            t = nxt
 
     def _touch(self, c: int, t: int) -> None:
         """Cluster c's busy executors or capacity change at step t: log its ratio of the steps before t."""
@@ -389,55 +575,6 @@ class MultiClusterSim:
         self._occ_len = grown.shape[1]
         self._occ_rows = [memoryview(row) for row in grown]
 
-    def _request(self, job: int, batch: int, c: int, req_time: int, t: int) -> None:
-        """Execution `batch` of `job` asks cluster `c` for its executors (never more than the whole cluster)."""
-        executors = self._counts_on[job][self._slots[job][batch]]
-        normal = self._normal[c]
-        self._queues[c].append((job, batch, executors if executors < normal else normal, req_time, t))
-        if c not in self._dirty:
-            self._dirty.append(c)
-
-    def _complete(self, t: int) -> None:
-        comp = self._completions
-        busy = self._busy
-        dirty = self._dirty
-        run, std, dl = self._run, self._std, self._dl
-        ratio_delay, ratio_std = self._ratio_delay, self._ratio_std
-        execs = self._execs
-        touch, since, stale = self._touch, self._since, self._stale
-        execution_log = self.execution_log
-        heappop = heapq.heappop
-        while comp and comp[0][0] <= t:
-            _, _, c, job, batch, executors, req = heappop(comp)
-            if since[c] < t:
-                touch(c, t)
-            else:
-                stale[c] = True  # what _touch does when the steps before t are already logged
-            busy[c] -= executors
-            if c not in dirty:
-                dirty.append(c)
-            ar = t - req
-            ratio_delay[job].append(ar / run[job][c])
-            ratio_std[job].append(ar / std[job])
-            deadline = dl[job][c]
-            missed = bool(deadline and ar > deadline)
-            if missed:
-                self._missed[c] += 1
-                self._job_missed[job] += 1
-                self.events.append(DeadlineMissed(self._job_ids[job], self.cluster_ids[c], timestamp_ms=t))
-            if execution_log is not None:
-                execution_log.append((t, c, job, batch, req, t - run[job][c], missed))
-            batch += 1
-            if batch < execs[job]:
-                release = self._arrival[job] + batch * self._period[job]
-                if release <= t:
-                    self._request(job, batch, c, t, t)
-                else:
-                    self._seq += 1
-                    heapq.heappush(self._releases, (release, self._seq, job, batch))
-            else:
-                self._finish(job, c, t)
-
     def _finish(self, job: int, c: int, t: int) -> None:
         self.finished += 1
         ratios = self._ratio_delay[job]
@@ -447,13 +584,6 @@ class MultiClusterSim:
         self.finished_standard += 100.0 * sum(std) / len(std)
         self.events.append(JobFinished(self._job_ids[job], self.cluster_ids[c], float(t - self._arrival[job]),
                                        mean_delay, self._job_missed[job], True, timestamp_ms=t))
-
-    def _release(self, t: int) -> None:
-        rel = self._releases
-        cluster_of = self._cluster_of
-        while rel and rel[0][0] <= t:
-            _, _, job, batch = heapq.heappop(rel)
-            self._request(job, batch, cluster_of[job], t, t)
 
     def _elasticity(self, t: int) -> None:
         """Seed 002's controller, once per window: +increment (up to max) if the occupation ratio reached the
@@ -473,47 +603,3 @@ class MultiClusterSim:
                 self._cap[c] = self._normal[c] + expansion
                 if c not in self._dirty:
                     self._dirty.append(c)
-
-    def _schedule_dirty(self, t: int) -> None:
-        """Run the local scheduler of every cluster whose queue or free executors changed at step t."""
-        dirty = self._dirty
-        queues = self._queues
-        cap, busy = self._cap, self._busy
-        comp = self._completions
-        run = self._run
-        fifo = self._fifo
-        seq = self._seq
-        heappush = heapq.heappush
-        for c in dirty:
-            queue = queues[c]
-            if not queue:
-                continue
-            free = cap[c] - busy[c]
-            started = 0
-            if fifo:
-                # strict arrival order: the head of the queue blocks everything behind it
-                while queue and queue[0][2] <= free:
-                    job, batch, executors, req, _ = queue.pop(0)
-                    free -= executors
-                    started += executors
-                    seq += 1
-                    heappush(comp, (t + run[job][c], seq, c, job, batch, executors, req))
-            else:
-                # halted requests (queued at earlier steps) first, then this step's; each in job arrival order
-                if len(queue) > 1:
-                    queue.sort(key=lambda r: (r[4] >= t, r[0]))
-                keep = []
-                for r in queue:
-                    if r[2] <= free:
-                        free -= r[2]
-                        started += r[2]
-                        seq += 1
-                        heappush(comp, (t + run[r[0]][c], seq, c, r[0], r[1], r[2], r[3]))
-                    else:
-                        keep.append(r)
-                queues[c] = keep
-            if started:
-                self._touch(c, t)
-                busy[c] += started
-        self._seq = seq
-        dirty.clear()

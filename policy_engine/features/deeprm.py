@@ -124,13 +124,15 @@ def image(obs: ScheduleObservation, spec: ImageSpec = ImageSpec(), since_new: in
     return out
 
 
-def since_newest_ask(obs: ScheduleObservation, spec: ImageSpec = ImageSpec()) -> int:
+def since_newest_ask(obs: ScheduleObservation, spec: ImageSpec = ImageSpec(),
+                     started: frozenset[str] | set[str] = frozenset()) -> int:
     """Steps since the newest waiting job arrived: the image's last column as a policy can read it off the
-    observation (the gymnasium environment counts from the newest arrival of any job instead)."""
-    if not obs.asks:
+    observation (the gymnasium environment counts from the newest arrival of any job instead). `started`: ask ids
+    already started in this call, no longer waiting (the learner re-reads the column after every start)."""
+    submitted = [a.submit_time_ms for a in obs.asks if a.ask_id not in started]
+    if not submitted:
         return spec.max_track_since_new
-    newest = max(a.submit_time_ms for a in obs.asks)
-    return max(0, (obs.node.timestamp_ms - newest) // spec.step_ms)
+    return max(0, (obs.node.timestamp_ms - max(submitted)) // spec.step_ms)
 
 
 def render(used: np.ndarray, slot_len: np.ndarray, slot_dem: np.ndarray, backlog: np.ndarray, since_new: np.ndarray,

@@ -193,7 +193,8 @@ class DeepRMPgPolicy(Policy):
 
         for k, ask in enumerate(slots):
             fill(k, ask)
-        since = since_newest_ask(obs, spec)
+        started: set[str] = set()
+        since = since_newest_ask(obs, spec, started)
         free = obs.node.unallocated
         rng = request_rng(obs.request_id, self.seed) if self.sample else None
         out: list[Assignment] = []
@@ -209,6 +210,8 @@ class DeepRMPgPolicy(Policy):
                 break   # the void action (or, unmasked, an action DeepRM's environment reads as void)
             ask = slots[k]
             out.append(Assignment(ask.ask_id, 1, Locality.OFF_SWITCH))
+            started.add(ask.ask_id)
+            since = since_newest_ask(obs, spec, started)   # the started job no longer counts, as in the learner
             free = free.minus(ask.resource)
             used[:min(int(slot_len[k]), h)] += slot_dem[k]
             fill(k, backlog.pop(0) if backlog else None)

@@ -20,7 +20,7 @@ from policy_engine.policy import ROUTE, Policy, register
 from policy_engine.routing import (
     argmax_first,
     argmin_first,
-    mean_occupation,
+    mean_occupations,
     most_likely_per_cluster,
     request_hash,
     worker_request,
@@ -69,6 +69,6 @@ class MostAvailableFirst(Policy):
     def route(self, obs: RouteObservation) -> RouteDecision:
         j = least_request_job(obs)
         er = most_likely_per_cluster(obs.jobs[j], obs)
-        score = [(1.0 - mean_occupation(c)) * (c.current_capacity or c.capacity) / max(e, 1)
-                 for c, e in zip(obs.clusters, er)]
+        score = [(1.0 - o) * (c.current_capacity or c.capacity) / max(e, 1)
+                 for c, e, o in zip(obs.clusters, er, mean_occupations(obs))]
         return RouteDecision(j, obs.clusters[argmax_first(score)].cluster_id)

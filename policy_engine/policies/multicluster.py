@@ -11,7 +11,7 @@ Random draws both uniformly from a hash of the request id, so it is reproducible
 from __future__ import annotations
 
 from policy_engine.policy import ROUTE, Policy, register
-from policy_engine.routing import argmax_first, argmin_first, mean_occupation, mean_request, request_hash
+from policy_engine.routing import argmax_first, argmin_first, mean_occupations, mean_request, request_hash
 from policy_engine.types import RouteDecision, RouteObservation
 
 
@@ -37,11 +37,12 @@ class _RuleRoute(Policy):
     def route(self, obs: RouteObservation) -> RouteDecision:
         requests = [mean_request(j) for j in obs.jobs]
         job = argmax_first(requests) if self.largest_first else argmin_first(requests)
+        occupation = mean_occupations(obs)
         if self.by_executors:
-            avail = [(c.current_capacity or c.capacity) * (1.0 - mean_occupation(c)) for c in obs.clusters]
+            avail = [(c.current_capacity or c.capacity) * (1.0 - o) for c, o in zip(obs.clusters, occupation)]
             cluster = argmax_first(avail)
         else:
-            cluster = argmin_first([mean_occupation(c) for c in obs.clusters])
+            cluster = argmin_first(occupation)
         return RouteDecision(job, obs.clusters[cluster].cluster_id)
 
 

@@ -28,6 +28,10 @@ final class TcpProxy implements AutoCloseable {
   private volatile long delayMillis;
   private volatile boolean cut;
   private volatile boolean closed;
+  // Guards sockets against drops: a connection accepted while the path was cut or re-pointed is closed, never
+  // registered after the drop (it then outlived a cut unseen: CI's network_cut case saw no fallback in 180 s)
+  private final Object registry = new Object();
+  private long drops;
 
   TcpProxy(int upstreamPort) throws IOException {
     this.upstreamPort = upstreamPort;
@@ -48,8 +52,10 @@ final class TcpProxy implements AutoCloseable {
 
   /** Cut the path: open connections are reset, new ones closed on accept. */
   void cut() {
-    cut = true;
-    dropConnections();
+    synchronized (registry) {
+      cut = true;
+      dropConnections();
+    }
   }
 
   void restore() {
@@ -58,20 +64,28 @@ final class TcpProxy implements AutoCloseable {
 
   /** Forward new connections to another port; open connections are dropped so the client reconnects there. */
   void upstream(int port) {
-    upstreamPort = port;
-    dropConnections();
+    synchronized (registry) {
+      upstreamPort = port;
+      dropConnections();
+    }
   }
 
+  /** Open connections that exist now, in the registry at the call. Caller holds {@code registry}. */
   private void dropConnections() {
+    drops++;
     for (Socket s : sockets) {
-      try {
-        s.setSoLinger(true, 0); // RST, as a cut cable or a firewall reject would look to gRPC
-        s.close();
-      } catch (IOException e) {
-        // already closed
-      }
+      reset(s);
     }
     sockets.clear();
+  }
+
+  private static void reset(Socket s) {
+    try {
+      s.setSoLinger(true, 0); // RST, as a cut cable or a firewall reject would look to gRPC
+      s.close();
+    } catch (IOException e) {
+      // already closed
+    }
   }
 
   private void acceptLoop() {
@@ -82,13 +96,19 @@ final class TcpProxy implements AutoCloseable {
       } catch (IOException e) {
         return;
       }
-      if (cut) {
-        closeQuietly(client);
-        continue;
+      long dropsAtAccept;
+      int port;
+      synchronized (registry) {
+        if (cut) {
+          reset(client);
+          continue;
+        }
+        dropsAtAccept = drops;
+        port = upstreamPort;
       }
       Socket upstream = new Socket();
       try {
-        upstream.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), upstreamPort), 5000);
+        upstream.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 5000);
       } catch (IOException e) {
         closeQuietly(client); // engine down: the client sees the connection close, as with no proxy
         closeQuietly(upstream);
@@ -100,8 +120,15 @@ final class TcpProxy implements AutoCloseable {
       } catch (IOException e) {
         // best effort
       }
-      sockets.add(client);
-      sockets.add(upstream);
+      synchronized (registry) {
+        if (cut || drops != dropsAtAccept) { // cut or re-pointed while connecting: this one is dropped too
+          reset(client);
+          reset(upstream);
+          continue;
+        }
+        sockets.add(client);
+        sockets.add(upstream);
+      }
       pipe(client, upstream);
       pipe(upstream, client);
     }
