@@ -232,17 +232,14 @@ class Job:
             rc, _ = self.cluster.exec(["hdfs", "dfs", "-test", "-e", f"{self.out}/_SUCCESS"], timeout=120,
                                       check=False)
             ok = rc == 0
+        from hibench import counter
+
         res = {"succeeded": ok, "job_s": app_seconds(self.cluster, out) or round(self.result["wall_s"], 1),
                "client_s": round(self.result["wall_s"], 1),
-               "maps": _counter(out, "Launched map tasks"), "reduces": _counter(out, "Launched reduce tasks")}
+               "maps": counter(out, "Launched map tasks"), "reduces": counter(out, "Launched reduce tasks")}
         if not ok:
             res["error"] = "\n".join(out.splitlines()[-15:])
         return res
-
-
-def _counter(output: str, name: str) -> int | None:
-    m = re.search(rf"^\s*{re.escape(name)}=(\d+)\s*$", output, re.M)
-    return int(m.group(1)) if m else None
 
 
 def wait_until(cond, timeout_s: float, what: str, interval_s: float = 0.5):

@@ -106,11 +106,6 @@ def test_job_commands_are_tagged_with_their_input():
     assert "mapreduce.job.tags=yarnrl.input=/in" in big and "mapreduce.job.reduces=8" in big
 
 
-def test_counter_and_app_id_parsing():
-    out = "INFO mapreduce.Job: Running job: job_1763938800000_0007\n\t\tLaunched map tasks=1\n"
-    assert cf._counter(out, "Launched map tasks") == 1 and cf._counter(out, "Launched reduce tasks") is None
-
-
 @pytest.mark.parametrize("argv, message", [
     (["--cases", "kill,crash"], "--cases: choose from none, kill, pause"),
     (["--repeats", "0"], "--repeats must be >= 1"),
