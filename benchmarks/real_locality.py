@@ -22,6 +22,12 @@ Needs Java 17 and Maven (the plugin and its test classes are built on first use)
     .venv/bin/python benchmarks/real_locality.py --cluster mini --policies fifo,delay,acl,clqlmrs \\
         --workloads wordcount,sort,terasort --sizes tiny --runs 3
     .venv/bin/python benchmarks/real_locality.py ... --clqlmrs-model none     # CLQLMRS from an empty table
+
+--cluster docker runs the same on the container cluster (docker/cluster.py; `make images` first): attached to when
+a cluster named --docker-name runs, else started and removed at the end. Cache locality there is the engine's own
+read-level labels (no per-map probe in the containers); the emulator's prediction uses its 500 ms heartbeat.
+
+    .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,clqlmrs --runs 2 --seed 1
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ POLICIES = ("fifo", "delay", "acl", "clqlmrs")
 STATES = ("CL", "DL", "CRL", "DRL", "NO")
 MB = 1 << 20
 HEARTBEAT_MS = 250  # MiniHadoop's NodeManager heartbeat
+DOCKER_HEARTBEAT_MS = 500  # docker/hadoop/conf/yarn-site.xml.in: nodemanagers.heartbeat-interval-ms
 
 
 def log(*args) -> None:
@@ -525,17 +532,20 @@ def mean_std(values: list[float]) -> dict:
 # ---------------------------------------------------------------------------------------------- emulator
 
 
-def emulator_params(workload: str, maps: int, cached_share: float, jobs: int, interarrival_s: float) -> dict:
-    """The emulator scenario shaped like the mini cluster (4 x 4 GB nodes in 2 racks, replication 2, 512 MB
-    containers, 250 ms heartbeats, an ApplicationMaster that does not prefer cached blocks, as MapReduce's)."""
+def emulator_params(workload: str, maps: int, cached_share: float, jobs: int, interarrival_s: float,
+                    heartbeat_ms: int = HEARTBEAT_MS) -> dict:
+    """The emulator scenario shaped like the test clusters (4 x 4 GB nodes in 2 racks, replication 2, 512 MB
+    containers, the cluster's heartbeat: 250 ms mini, 500 ms docker; an ApplicationMaster that does not prefer
+    cached blocks, as MapReduce's)."""
     block_mb = 32  # the emulator's smallest HDFS block; only run times depend on it
     return {"nodes": 4, "racks": 2, "node_memory_mb": 4096, "replication": 2, "map_memory_mb": 512,
             "maps": maps, "block_mb": block_mb, "cache_gb": cached_share * maps * block_mb / 1024,
-            "am_cache_aware": False, "heartbeat_ms": HEARTBEAT_MS, "jobs": jobs, "interarrival_s": interarrival_s,
+            "am_cache_aware": False, "heartbeat_ms": heartbeat_ms, "jobs": jobs, "interarrival_s": interarrival_s,
             "reduces": 1}
 
 
-def emulator_prediction(policy: str, workload: str, params: dict, episodes: int, model: str | None) -> dict:
+def emulator_prediction(policy: str, workload: str, params: dict, episodes: int, model: str | None,
+                        seed: int = 0) -> dict:
     from emulator.drivers import InProcessDriver
     from emulator.scenario import get_scenario
     from policy_engine.policy import create
@@ -543,13 +553,13 @@ def emulator_prediction(policy: str, workload: str, params: dict, episodes: int,
     scenario = get_scenario(f"locality-{workload}", **params)
     kwargs = {}
     if policy == "clqlmrs":
-        kwargs = {"learn": False}
+        kwargs = {"learn": False, "seed": seed}
         if model:
             kwargs["model"] = model
     out: dict[str, list[float]] = {}
     for ep in range(episodes):
         driver = InProcessDriver(create(policy, **kwargs))
-        m = scenario.run_episode(driver, seed=1000 + ep)
+        m = scenario.run_episode(driver, seed=1000 + 100 * seed + ep)
         for k in ("local_task_rate", "cache_locality", "job_time_s", "makespan_s"):
             out.setdefault(k, []).append(m[k])
     return {k: mean_std(v) for k, v in out.items()}
@@ -619,8 +629,10 @@ def plugin_cell(plugin: dict | None) -> str:
 
 def markdown_table(key: str, exp: dict) -> str:
     """One experiment as the Markdown table benchmarks/README.md shows (emulator prediction in brackets)."""
+    loads = [r["load_average"] for p in exp["policies"].values() for r in p.get("per_run", []) if "load_average" in r]
+    load = f"; load average {min(loads):.0f}-{max(loads):.0f} on 2 cores" if loads else ""
     rows = [f"**{key}** ({exp['runs']} runs x {exp['jobs']} concurrent jobs x {exp['maps']} maps; "
-            f"{exp['cached_files']}/{exp['files']} input files cached; emulator prediction in brackets)", "",
+            f"{exp['cached_files']}/{exp['files']} input files cached; emulator prediction in brackets{load})", "",
             "| policy | local-task rate | cache locality | data-local / rack-local / off-switch maps | mean job time (s) "
             "| makespan (s) | decision latency p50 / p99 (ms), calls | engine-placed / native containers, fallbacks "
             "| engine CL labels / maps' own CL |",
@@ -666,6 +678,9 @@ def main(argv=None) -> int:
     p.add_argument("--deadline-ms", type=int, default=50, help="RlScheduler's per-call deadline (default 50)")
     p.add_argument("--engine-settle-s", type=float, default=3.0,
                    help="seconds between an engine's start and the first job, for the plugin to reconnect (default 3)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of CLQLMRS's exploration draws (engine --set seed=) and of the emulator's episodes "
+                        "(default 0); HDFS block placement and RandomTextWriter's text are Hadoop's own draws")
     p.add_argument("--emulator-episodes", type=int, default=5, help="emulator episodes per prediction (default 5)")
     p.add_argument("--out", type=Path, default=RESULTS, help=f"results directory (default {RESULTS})")
     p.add_argument("--workdir", type=Path, default=TARGET / "real-locality",
@@ -713,7 +728,8 @@ def main(argv=None) -> int:
         if args.clqlmrs_model:
             options["clqlmrs"] += ["--model", str(Path(args.clqlmrs_model).resolve())]
         # online learning continues across runs and experiments: each engine restart resumes this table
-        options["clqlmrs"] += ["--set", f"save_to={args.workdir / 'clqlmrs-online.safetensors'}"]
+        options["clqlmrs"] += ["--set", f"save_to={args.workdir / 'clqlmrs-online.safetensors'}",
+                               "--set", f"seed={args.seed}"]
 
     stamp = "-".join([*(["docker"] if args.cluster == "docker" else []), *workloads, *sizes, f"r{args.runs}"])
     port, metrics_port = free_port(), free_port()
@@ -734,7 +750,8 @@ def main(argv=None) -> int:
             return DockerEngine(cluster.cluster, name, options[name], args.workdir)
     results: dict = {"cluster": args.cluster, "runs": args.runs, "jobs": args.jobs, "maps": args.maps,
                      "cached_share": args.cached_share, "node_racks": json.loads(lab.nodeRacks()),
-                     "clqlmrs_model": args.clqlmrs_model, "experiments": {}}
+                     "clqlmrs_model": args.clqlmrs_model, "seed": args.seed,
+                     "load_average_start": os.getloadavg(), "experiments": {}}
     log(f"{args.cluster} cluster up in {time.perf_counter() - t_start:.0f} s: {results['node_racks']}")
     try:
         from tqdm import tqdm
@@ -773,6 +790,7 @@ def main(argv=None) -> int:
                             summary["cache_locality"] = (summary["read"]["CL"] / labelled if labelled
                                                          else float("nan"))
                         summary["jobs"] = rs
+                        summary["load_average"] = round(os.getloadavg()[0], 1)  # 1-min, at the run's end
                         per_policy[name]["runs"].append(summary)
                         per_policy[name]["latency"] = merge_buckets(
                             per_policy[name]["latency"],
@@ -789,7 +807,8 @@ def main(argv=None) -> int:
                         bar.set_postfix_str(f"{key} {name}: local {summary['local_task_rate']:.2f} cache "
                                             f"{summary['cache_locality']:.2f} job {summary['job_time_s']:.1f}s")
                 params = emulator_params(workload, args.maps, len(data["cached_files"]) / max(len(data["files"]), 1),
-                                         args.jobs, args.interarrival_s)
+                                         args.jobs, args.interarrival_s,
+                                         DOCKER_HEARTBEAT_MS if args.cluster == "docker" else HEARTBEAT_MS)
                 exp = {"runs": args.runs, "jobs": args.jobs, "maps": args.maps, "files": len(data["files"]),
                        "cached_files": len(data["cached_files"]), "block_bytes": data["block_bytes"],
                        "input_bytes": data["bytes"], "emulator_params": params, "policies": {}}
@@ -811,7 +830,7 @@ def main(argv=None) -> int:
                         "decision_latency_ms": {"p50": quantile(lat, 0.5) * 1000, "p99": quantile(lat, 0.99) * 1000,
                                                 "count": lat[-1][1] if lat else 0},
                         "emulator": emulator_prediction(name, workload, params, args.emulator_episodes,
-                                                        args.clqlmrs_model),
+                                                        args.clqlmrs_model, args.seed),
                         "per_run": [{k: v for k, v in r.items() if k != "jobs"} for r in runs],
                     }
                 results["experiments"][key] = exp
@@ -827,6 +846,7 @@ def main(argv=None) -> int:
     finally:
         cluster.close()
     results["seconds"] = time.perf_counter() - t_start
+    results["load_average_end"] = os.getloadavg()
     (args.out / f"real_locality-{stamp}.json").write_text(json.dumps(results, indent=1))
     png = args.out / f"real_locality-{stamp}.png"
     plot(results, png)

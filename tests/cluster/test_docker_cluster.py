@@ -1,13 +1,12 @@
 """A real Hadoop 3.5.0 cluster in containers with RlScheduler and the policy engine (docker/cluster.py).
 
-The tests share one cluster (conftest.py) and run in file order: the destructive ones (engine killed, RM
-restarted) come last.
+The tests share one cluster (conftest.py) and run in file order: the destructive ones (engine killed, engine
+paused: benchmarks/cluster_faults.py's cases; RM restarted) come last.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -18,18 +17,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import cluster as docker_cluster  # noqa: E402  (docker/cluster.py, on sys.path through conftest.py)
+import cluster_faults  # noqa: E402  (benchmarks/cluster_faults.py)
 import hibench  # noqa: E402  (benchmarks/hibench.py)
 
 WORDCOUNT_INPUT, _ = hibench.paths("wordcount")
-
-
-def wordcount(cluster, out: str, timeout: float = 900) -> str:
-    """HiBench's wordcount job over the prepared input (tagged with its input path for the engine)."""
-    cluster.exec(["hdfs", "dfs", "-rm", "-r", "-f", "-skipTrash", out], timeout=120)
-    _, output = cluster.exec(hibench.run_command("wordcount", WORDCOUNT_INPUT, out, docker_cluster.EXAMPLES_JAR),
-                             timeout=timeout)
-    cluster.exec(["hdfs", "dfs", "-test", "-e", f"{out}/_SUCCESS"], timeout=120)
-    return output
 
 
 def small_wordcount(cluster, out: str, timeout: float = 900) -> str:
@@ -115,37 +106,43 @@ def test_cache_directive_shows_in_webhdfs_cached_hosts(cluster):
     assert part in stats
 
 
+def _fault_case(cluster, case: str) -> dict:
+    """One case of benchmarks/cluster_faults.py on the shared cluster: a WordCount (one map, one reduce) runs; once
+    its ApplicationMaster runs the engine container is killed or paused until the plugin counted the fallback the
+    fault causes and its health check found the engine UNREACHABLE (and at least 5 s), then restored; every wait is bounded and polled (a loaded CI machine)."""
+    cluster_faults.ensure_input(cluster, WORDCOUNT_INPUT)
+    r = cluster_faults.run_case(cluster, case, job="small", inp=WORDCOUNT_INPUT, hold_s=5.0, timeout_s=600,
+                                out=f"/tests/fault-{case}")
+    print(f"fault case {case}: {r}")  # the figures, in the test log
+    # the job succeeds without its engine, and no node was ever allocated beyond its resources
+    assert r["job"]["succeeded"], r["job"]
+    assert r["probe"] is None or r["probe"]["succeeded"], r["probe"]
+    assert r["over_allocated"] == [] and r["node_samples"] > 0
+    # the plugin fell back during the fault: counted, and those heartbeats scheduled natively
+    assert r["fallback_s"] is not None and r["fallbacks_during_fault"] > 0, r
+    assert r["native_containers"] > 0, r
+    # the engine takes scheduling back once it is restored: the plugin applies its answers again (counted on the
+    # RM's JMX and by the engine itself), health SERVING and the breaker closed
+    assert r["unhealthy_s"] is not None and r["serving_s"] is not None and r["engine_s"] is not None, r
+    assert r["engine_decisions_after_recovery"] > 0, r
+    assert cluster.rm_jmx()["BreakerState"] == "CLOSED"
+    return r
+
+
 def test_engine_killed_mid_job_falls_back_then_recovers(cluster):
-    before = cluster.rm_jmx()
-    result: dict = {}
+    r = _fault_case(cluster, "kill")
+    # a killed engine: its connections reset, then its address is gone (refused, or unanswered until the deadline)
+    assert r["fallbacks"]["unavailable"] + r["fallbacks"]["timeout"] + r["fallbacks"]["breaker_open"] > 0, r
+    assert r["fallbacks"]["invalid_answer"] == 0
 
-    def job():
-        try:
-            result["output"] = wordcount(cluster, "/tests/kill-engine/out")
-        except Exception as e:  # reported by the assertion below
-            result["error"] = e
 
-    t = threading.Thread(target=job)
-    t.start()
-    # kill the engine as soon as the job's ApplicationMaster runs: its map and reduce asks are still to come
-    wait_for(lambda: [a for a in cluster.running_apps() if a["state"] == "RUNNING"], 300, "the job to start")
-    cluster.kill_engine()
-    t.join(timeout=900)
-    assert not t.is_alive(), "the job did not finish within 900 s after the engine was killed"
-    assert "error" not in result, f"the job failed without its engine: {result.get('error')}"
-    during = cluster.rm_jmx()
-    assert during["Fallbacks"] > before["Fallbacks"]
-    assert during["FallbacksUnavailable"] + during["FallbacksBreakerOpen"] + during["FallbacksTimeout"] \
-        > before["FallbacksUnavailable"] + before["FallbacksBreakerOpen"] + before["FallbacksTimeout"]
-    assert during["NativeContainers"] > before["NativeContainers"]
-
-    # the engine comes back (same address): the plugin probes it again and the breaker closes
-    cluster.start_engine(cluster.spec.policy)
-    decisions = during["EngineDecisions"]
-    small_wordcount(cluster, "/tests/kill-engine/again")
-    after = cluster.rm_jmx()
-    assert after["BreakerState"] == "CLOSED"
-    assert after["EngineDecisions"] > decisions
+def test_engine_paused_mid_job_times_out_then_recovers(cluster):
+    r = _fault_case(cluster, "pause")
+    # a paused engine (cgroup freezer) keeps its connections open and answers nothing: the calls hit the deadline
+    assert r["fallbacks"]["timeout"] > 0, r
+    assert r["fallbacks"]["invalid_answer"] == 0
+    # the plugin's health check saw it: UNREACHABLE during the pause (two checks of 1 s), SERVING after it
+    assert r["unhealthy_s"] is not None and r["unhealthy_s"] >= 1.0, r
 
 
 def test_resourcemanager_restart_recovers(cluster):
