@@ -7,7 +7,6 @@ paused: benchmarks/cluster_faults.py's cases; RM restarted) come last.
 from __future__ import annotations
 
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -33,16 +32,6 @@ def small_wordcount(cluster, out: str, timeout: float = 900) -> str:
                              timeout=timeout)
     cluster.exec(["hdfs", "dfs", "-test", "-e", f"{out}/_SUCCESS"], timeout=120)
     return output
-
-
-def wait_for(cond, timeout: float, what: str, interval: float = 1.0):
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        v = cond()
-        if v:
-            return v
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s: {what}")
 
 
 def test_cluster_boots_with_four_hosts_in_two_racks(cluster):
@@ -98,7 +87,7 @@ def test_cache_directive_shows_in_webhdfs_cached_hosts(cluster):
         blocks = cluster.block_locations(part)
         return blocks if blocks and all(b["cachedHosts"] for b in blocks) else None
 
-    blocks = wait_for(cached, 120, f"a cached replica of {part} in WebHDFS cachedHosts")
+    blocks = cluster_faults.wait_until(cached, 120, f"a cached replica of {part} in WebHDFS cachedHosts")
     for b in blocks:
         assert set(b["cachedHosts"]) <= set(b["hosts"])  # cached on a DataNode that holds the block
         assert set(b["cachedHosts"]) <= {"worker1", "worker2", "worker3", "worker4"}
@@ -147,8 +136,8 @@ def test_engine_paused_mid_job_times_out_then_recovers(cluster):
 
 def test_resourcemanager_restart_recovers(cluster):
     cluster.get("rm").restart(timeout=60)
-    wait_for(lambda: len(cluster.running_nodemanagers()) == 4 if _answers(cluster) else False, 300,
-             "all four NodeManagers to register with the restarted ResourceManager", interval=2)
+    cluster_faults.wait_until(lambda: len(cluster.running_nodemanagers()) == 4 if _answers(cluster) else False, 300,
+                              "all four NodeManagers to register with the restarted ResourceManager", interval_s=2)
     assert cluster.rm_jmx()["EngineAddress"] == "engine:50051"
     output = small_wordcount(cluster, "/tests/rm-restart/out")
     assert "completed successfully" in output
