@@ -62,6 +62,8 @@ HIBENCH = {"wordcount": {"tiny": 32_000, "small": 320_000_000},
 POLICIES = ("fifo", "delay", "acl", "clqlmrs")
 STATES = ("CL", "DL", "CRL", "DRL", "NO")
 MB = 1 << 20
+DOCKER_CACHE_BYTES = 8 * MB  # a DataNode's cache in the containers (memlock limit; docker/hadoop/conf/hdfs-site.xml.in)
+EMULATOR_BLOCK_MB = 32  # the emulator's smallest HDFS block
 HEARTBEAT_MS = 250  # MiniHadoop's NodeManager heartbeat
 DOCKER_HEARTBEAT_MS = 500  # docker/hadoop/conf/yarn-site.xml.in: nodemanagers.heartbeat-interval-ms
 
@@ -198,17 +200,19 @@ class DockerLab:
         return json.dumps({"succeeded": rc == 0, "seconds": time.time() - t0,
                            "output": "" if rc == 0 else "\n".join(out.splitlines()[-15:])})
 
-    def randomText(self, path: str, amount: int, maps: int, block: int) -> str:
+    def randomText(self, path: str, amount: int, maps: int, block: int, replication: int = 2) -> str:
         from cluster import EXAMPLES_JAR
 
         return self._generate(["hadoop", "jar", EXAMPLES_JAR, "randomtextwriter", "-D", f"dfs.blocksize={block}",
+                               "-D", f"dfs.replication={replication}",
                                "-D", f"mapreduce.randomtextwriter.totalbytes={amount}", "-D",
                                f"mapreduce.randomtextwriter.bytespermap={max(1, amount // maps)}", path])
 
-    def teraGen(self, path: str, rows: int, maps: int, block: int) -> str:
+    def teraGen(self, path: str, rows: int, maps: int, block: int, replication: int = 2) -> str:
         from cluster import EXAMPLES_JAR
 
         return self._generate(["hadoop", "jar", EXAMPLES_JAR, "teragen", "-D", f"dfs.blocksize={block}", "-D",
+                               f"dfs.replication={replication}", "-D",
                                f"mapreduce.job.maps={maps}", str(rows), path])
 
     def dataFiles(self, path: str) -> list[str]:
@@ -322,7 +326,7 @@ def docker_job_result(rc: int, output: str, submit_ms: int, finish_ms: int, app_
 class DockerCluster:
     """The container cluster under `name`: attached to when it runs, else started (and removed by close())."""
 
-    def __init__(self, name: str, deadline_ms: int):
+    def __init__(self, name: str, deadline_ms: int, worker_egress_mbit: float | None = None):
         sys.path.insert(0, str(ROOT / "docker"))
         import cluster as docker_cluster
 
@@ -330,11 +334,18 @@ class DockerCluster:
             self.cluster = docker_cluster.Cluster.attach(name)
             self.started = False
             log(f"attached to the container cluster {name!r}")
-        except docker_cluster.ClusterError:
-            spec = docker_cluster.ClusterSpec(name=name, engine_deadline_ms=deadline_ms)
+            if worker_egress_mbit is not None:
+                self.cluster.shape_workers(worker_egress_mbit)
+        except docker_cluster.ClusterError as e:
+            if "no cluster named" not in str(e):
+                raise
+            spec = docker_cluster.ClusterSpec(name=name, engine_deadline_ms=deadline_ms,
+                                              worker_egress_mbit=worker_egress_mbit)
             log(f"starting the container cluster {name!r} (docker/cluster.py; minutes)")
             self.cluster = docker_cluster.Cluster(spec).up(timeout=900, progress=log)
             self.started = True
+        egress = self.cluster.spec.worker_egress_mbit
+        log(f"worker egress: {f'{egress:g} Mbit/s (tc tbf)' if egress else 'unshaped'}")
         if self.cluster.spec.workers != 4:
             log(f"note: the cluster has {self.cluster.spec.workers} workers; the emulator's prediction assumes 4")
         self.lab = DockerLab(self.cluster)
@@ -364,6 +375,7 @@ class DockerEngine:
             else:
                 args += [opt, value]
         self.cluster = cluster
+        self.policy, self.workdir = policy, workdir
         cluster.start_engine(policy, settings, args=args, volumes=volumes)
 
     def metrics(self) -> str:
@@ -371,7 +383,14 @@ class DockerEngine:
             return r.read().decode()
 
     def stop(self) -> None:
-        pass  # the next start_engine replaces the container; the last one stays for `make cluster-down`
+        """Keep the engine container's log (the next start_engine replaces the container; the last one stays for
+        `make cluster-down`) and the ResourceManager's, for the fallbacks a run counted."""
+        stamp = time.strftime("%H%M%S")
+        for role, name in (("engine", f"engine-{self.policy}-{stamp}.log"), ("rm", "rm.log")):
+            try:
+                (self.workdir / name).write_text(self.cluster.logs(role, lines=100_000))
+            except OSError:
+                pass
 
 
 # ---------------------------------------------------------------------------------------------- engine
@@ -459,9 +478,50 @@ def merge_buckets(a: list[tuple[float, float]], b: list[tuple[float, float]]) ->
 # ---------------------------------------------------------------------------------------------- data and runs
 
 
-def prepare(lab, workload: str, size: str, maps: int, cached_share: float) -> dict:
-    """Generate the input once (same data for every policy) and cache part of its files."""
-    amount = HIBENCH[workload][size]
+def size_bytes(workload: str, size: str, maps: int) -> int:
+    """Input amount of a size: HiBench's tiny/small (bytes; TeraSort: rows), or `<N>mb` = N MB of input per map
+    (larger blocks per map than HiBench's tiny, so that a remote read costs time on a shaped cluster)."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)mb", size)
+    if m:
+        per_map = float(m.group(1)) * MB
+        return int(per_map * maps / (100 if workload == "terasort" else 1))
+    if size not in HIBENCH[workload]:
+        raise ValueError(f"unknown size {size!r}; known: tiny, small, or <N>mb (MB of input per map, e.g. 8mb)")
+    return HIBENCH[workload][size]
+
+
+def set_replication(lab, files: list[str], replication: int, timeout_s: float = 300.0) -> None:
+    """WebHDFS SETREPLICATION on each file, then wait until the NameNode reports `replication` hosts per block (the
+    mini cluster's generators write with its default of 2; excess replicas go with the DataNodes' next heartbeats)."""
+    base = lab.webHdfsUrl()
+    for f in files:
+        req = urllib.request.Request(f"{base}/webhdfs/v1{f}?op=SETREPLICATION&replication={replication}"
+                                     f"&user.name=root", method="PUT")
+        with urllib.request.urlopen(req, timeout=30) as r:  # noqa: S310 (the cluster's own NameNode)
+            if not json.loads(r.read().decode()).get("boolean"):
+                raise RuntimeError(f"SETREPLICATION {replication} refused for {f}")
+    until = time.monotonic() + timeout_s
+    while True:
+        off = [f for f in files if any(len(b["hosts"]) != replication for b in block_hosts(lab, f))]
+        if not off:
+            return
+        if time.monotonic() > until:
+            raise RuntimeError(f"replication {replication} not reached after {timeout_s:.0f} s: {off}")
+        time.sleep(2)
+
+
+def block_hosts(lab, path: str) -> list[dict]:
+    """Each block of one file: its replica hosts (WebHDFS GETFILEBLOCKLOCATIONS)."""
+    doc = _http_get_json(f"{lab.webHdfsUrl()}/webhdfs/v1{path}?op=GETFILEBLOCKLOCATIONS&user.name=root")
+    return [{"hosts": sorted(b["hosts"]), "cached": sorted(b.get("cachedHosts") or [])}
+            for b in doc["BlockLocations"]["BlockLocation"]]
+
+
+def prepare(lab, workload: str, size: str, maps: int, cached_share: float, replication: int = 2,
+            cache_limit_bytes: int | None = None) -> dict:
+    """Generate the input once (same data for every policy), with `replication` replicas per block, and cache part
+    of its files (none when a block would not fit a DataNode's cache of `cache_limit_bytes`)."""
+    amount = size_bytes(workload, size, maps)
     base = f"/hibench/{workload}-{size}"
     data = f"{base}/input"
     lab.delete(base)
@@ -470,12 +530,19 @@ def prepare(lab, workload: str, size: str, maps: int, cached_share: float) -> di
     block = max(MB, int(math.ceil(per_file * 1.25 / MB)) * MB)
     t0 = time.perf_counter()
     if workload == "terasort":
-        gen = json.loads(lab.teraGen(data, amount, maps, block))
+        gen = json.loads(lab.teraGen(data, amount, maps, block, *([replication] if lab_takes_replication(lab) else [])))
     else:
-        gen = json.loads(lab.randomText(data, amount, maps, block))
+        gen = json.loads(lab.randomText(data, amount, maps, block,
+                                        *([replication] if lab_takes_replication(lab) else [])))
     if not gen["succeeded"]:
         raise RuntimeError(f"generating {data} failed: {gen}")
     files = list(lab.dataFiles(data))  # in MapReduce's task order (longest first)
+    if not lab_takes_replication(lab) and replication != 2:  # the mini cluster's generators write 2 replicas
+        set_replication(lab, files, replication)
+    if cache_limit_bytes is not None and per_file * 1.05 > cache_limit_bytes:
+        log(f"note: {per_file / MB:.1f} MB files do not fit a DataNode's {cache_limit_bytes // MB} MB cache: "
+            f"nothing cached")
+        cached_share = 0.0
     # seed 001's "part of the input cached": the share of the files MapReduce schedules first. Its ApplicationMaster
     # does not prefer cached blocks (it runs the first pending map, in task order, with a replica on the container's
     # node), so with the cache on later maps' blocks a container sent to a caching node mostly runs an earlier map
@@ -483,10 +550,22 @@ def prepare(lab, workload: str, size: str, maps: int, cached_share: float) -> di
     cached = files[:round(cached_share * len(files))]
     if cached:
         lab.cache(cached)
-    log(f"prepared {data}: {len(files)} files, block {block // MB} MB, {len(cached)} cached "
-        f"({time.perf_counter() - t0:.0f} s)")
+    layout = {f: block_hosts(lab, f) for f in files}
+    per_node: dict[str, int] = {}
+    for blocks in layout.values():
+        for b in blocks:
+            for h in b["hosts"]:
+                per_node[h] = per_node.get(h, 0) + 1
+    log(f"prepared {data}: {len(files)} files, block {block // MB} MB, replication {replication}, {len(cached)} "
+        f"cached, blocks per node {dict(sorted(per_node.items()))} ({time.perf_counter() - t0:.0f} s)")
     return {"input": data, "files": files, "cached_files": cached, "block_bytes": block, "bytes": amount,
-            "base": base}
+            "base": base, "replication": replication, "layout": layout, "blocks_per_node": per_node}
+
+
+def lab_takes_replication(lab) -> bool:
+    """DockerLab writes the input with a given replication (`-D dfs.replication`); the mini cluster's LocalityLab
+    writes with its default and set_replication changes it afterwards."""
+    return isinstance(lab, DockerLab)
 
 
 def run_policy(lab, data: dict, workload: str, jobs: int, interarrival_s: float, tag: str) -> list[dict]:
@@ -533,15 +612,22 @@ def mean_std(values: list[float]) -> dict:
 
 
 def emulator_params(workload: str, maps: int, cached_share: float, jobs: int, interarrival_s: float,
-                    heartbeat_ms: int = HEARTBEAT_MS) -> dict:
-    """The emulator scenario shaped like the test clusters (4 x 4 GB nodes in 2 racks, replication 2, 512 MB
-    containers, the cluster's heartbeat: 250 ms mini, 500 ms docker; an ApplicationMaster that does not prefer
-    cached blocks, as MapReduce's)."""
-    block_mb = 32  # the emulator's smallest HDFS block; only run times depend on it
-    return {"nodes": 4, "racks": 2, "node_memory_mb": 4096, "replication": 2, "map_memory_mb": 512,
-            "maps": maps, "block_mb": block_mb, "cache_gb": cached_share * maps * block_mb / 1024,
-            "am_cache_aware": False, "heartbeat_ms": heartbeat_ms, "jobs": jobs, "interarrival_s": interarrival_s,
-            "reduces": 1}
+                    heartbeat_ms: int = HEARTBEAT_MS, replication: int = 2, egress_mbit: float | None = None,
+                    block_bytes: int | None = None) -> dict:
+    """The emulator scenario shaped like the test clusters (4 x 4 GB nodes in 2 racks, the input's replication,
+    512 MB containers, the cluster's heartbeat: 250 ms mini, 500 ms docker; an ApplicationMaster that does not
+    prefer cached blocks, as MapReduce's). A shaped worker egress (`egress_mbit`) caps remote reads; the emulator's
+    blocks are 32 MB (its smallest), so the cap is scaled by 32 MB / the real block, which keeps a remote read of
+    one block as long as on the cluster."""
+    block_mb = EMULATOR_BLOCK_MB  # only run times depend on it
+    params = {"nodes": 4, "racks": 2, "node_memory_mb": 4096, "replication": replication, "map_memory_mb": 512,
+              "maps": maps, "block_mb": block_mb, "cache_gb": cached_share * maps * block_mb / 1024,
+              "am_cache_aware": False, "heartbeat_ms": heartbeat_ms, "jobs": jobs, "interarrival_s": interarrival_s,
+              "reduces": 1}
+    if egress_mbit is not None:
+        scale = block_mb * MB / block_bytes if block_bytes else 1.0
+        params["remote_read_mb_s"] = round(egress_mbit / 8 * 1e6 / MB * scale, 4)
+    return params
 
 
 def emulator_prediction(policy: str, workload: str, params: dict, episodes: int, model: str | None,
@@ -663,7 +749,20 @@ def main(argv=None) -> int:
     p.add_argument("--docker-name", default="yarnrl", help="the container cluster's name (default %(default)s)")
     p.add_argument("--policies", default=",".join(POLICIES), help="comma-separated (default %(default)s)")
     p.add_argument("--workloads", default="wordcount", help="wordcount,sort,terasort (default %(default)s)")
-    p.add_argument("--sizes", default="tiny", help="HiBench sizes: tiny,small (default %(default)s)")
+    p.add_argument("--sizes", default="tiny",
+                   help="HiBench sizes tiny,small, or <N>mb: N MB of input per map (e.g. 8mb; larger blocks, so that "
+                        "remote reads cost time with --worker-egress-mbit; files over a DataNode's cache are not "
+                        "cached) (default %(default)s)")
+    p.add_argument("--replication", type=int, default=2,
+                   help="HDFS replication of the input (default 2). With 4 workers and 2 replicas every node holds "
+                        "half the blocks; a real cluster of 12+ nodes with 3 replicas holds at most a quarter: "
+                        "--replication 1 gives 4 workers that shape. The emulator's prediction uses the same")
+    p.add_argument("--worker-egress-mbit", type=float, default=None, metavar="MBIT",
+                   help="docker only: limit every worker's eth0 egress to MBIT Mbit/s (docker/cluster.py "
+                        "--worker-egress-mbit; tc tbf, needs root) so that a remote block read costs bandwidth and "
+                        "a local one does not, as on a real cluster behind oversubscribed links; the emulator caps "
+                        "remote reads at the same rate. Default: leave the cluster as it is (unshaped when started "
+                        "here)")
     p.add_argument("--runs", type=int, default=3, help="runs per policy and workload (default 3)")
     p.add_argument("--jobs", type=int, default=2, help="concurrent jobs per run (default 2)")
     p.add_argument("--interarrival-s", type=float, default=3.0, help="seconds between job submissions (default 3)")
@@ -701,8 +800,17 @@ def main(argv=None) -> int:
         if w not in HIBENCH:
             p.error(f"unknown workload {w!r}; known: {', '.join(HIBENCH)}")
     for s in sizes:
-        if s not in ("tiny", "small"):
-            p.error(f"unknown size {s!r}; known: tiny, small")
+        try:
+            size_bytes(workloads[0] if workloads else "wordcount", s, max(args.maps, 1))
+        except ValueError as e:
+            p.error(str(e))
+    if not 1 <= args.replication <= 4:
+        p.error(f"--replication must be between 1 and the 4 DataNodes, got {args.replication}")
+    if args.worker_egress_mbit is not None:
+        if args.cluster != "docker":
+            p.error("--worker-egress-mbit shapes the container cluster's network: it needs --cluster docker")
+        if not (math.isfinite(args.worker_egress_mbit) and args.worker_egress_mbit > 0):
+            p.error(f"--worker-egress-mbit must be a positive number, got {args.worker_egress_mbit}")
     if args.runs < 1 or args.jobs < 1 or args.maps < 1 or not 0 <= args.cached_share <= 1:
         p.error("--runs, --jobs and --maps must be positive and --cached-share in [0, 1]")
     if args.clqlmrs_model in ("none", ""):
@@ -731,7 +839,10 @@ def main(argv=None) -> int:
         options["clqlmrs"] += ["--set", f"save_to={args.workdir / 'clqlmrs-online.safetensors'}",
                                "--set", f"seed={args.seed}"]
 
-    stamp = "-".join([*(["docker"] if args.cluster == "docker" else []), *workloads, *sizes, f"r{args.runs}"])
+    stamp = "-".join([*(["docker"] if args.cluster == "docker" else []), *workloads, *sizes,
+                      *([f"rep{args.replication}"] if args.replication != 2 else []),
+                      *([f"egress{args.worker_egress_mbit:g}mbit"] if args.worker_egress_mbit else []),
+                      f"r{args.runs}"])
     port, metrics_port = free_port(), free_port()
     t_start = time.perf_counter()
     if args.cluster == "mini":
@@ -743,14 +854,16 @@ def main(argv=None) -> int:
             return Engine(name, port, metrics_port, lab.webHdfsUrl(), args.workdir / f"engine-{name}.log",
                           options[name])
     else:
-        cluster = DockerCluster(args.docker_name, args.deadline_ms)
+        cluster = DockerCluster(args.docker_name, args.deadline_ms, args.worker_egress_mbit)
         lab = cluster.lab
 
         def start_engine(name: str):
             return DockerEngine(cluster.cluster, name, options[name], args.workdir)
     results: dict = {"cluster": args.cluster, "runs": args.runs, "jobs": args.jobs, "maps": args.maps,
                      "cached_share": args.cached_share, "node_racks": json.loads(lab.nodeRacks()),
-                     "clqlmrs_model": args.clqlmrs_model, "seed": args.seed,
+                     "clqlmrs_model": args.clqlmrs_model, "seed": args.seed, "replication": args.replication,
+                     "worker_egress_mbit": (cluster.cluster.spec.worker_egress_mbit if args.cluster == "docker"
+                                            else None),
                      "load_average_start": os.getloadavg(), "experiments": {}}
     log(f"{args.cluster} cluster up in {time.perf_counter() - t_start:.0f} s: {results['node_racks']}")
     try:
@@ -761,7 +874,8 @@ def main(argv=None) -> int:
         for size in sizes:  # every workload at the smaller size first: a run cut short has the whole small table
             for workload in workloads:
                 key = f"{workload}-{size}"
-                data = prepare(lab, workload, size, args.maps, args.cached_share)
+                data = prepare(lab, workload, size, args.maps, args.cached_share, args.replication,
+                               DOCKER_CACHE_BYTES if args.cluster == "docker" else None)
                 per_policy: dict[str, dict] = {name: {"runs": [], "latency": [], "labels": {}} for name in policies}
                 for run in range(args.runs):
                     order = policies[run % len(policies):] + policies[:run % len(policies)]
@@ -808,10 +922,14 @@ def main(argv=None) -> int:
                                             f"{summary['cache_locality']:.2f} job {summary['job_time_s']:.1f}s")
                 params = emulator_params(workload, args.maps, len(data["cached_files"]) / max(len(data["files"]), 1),
                                          args.jobs, args.interarrival_s,
-                                         DOCKER_HEARTBEAT_MS if args.cluster == "docker" else HEARTBEAT_MS)
+                                         DOCKER_HEARTBEAT_MS if args.cluster == "docker" else HEARTBEAT_MS,
+                                         args.replication, args.worker_egress_mbit,
+                                         int(data["bytes"] * (100 if workload == "terasort" else 1) / args.maps))
                 exp = {"runs": args.runs, "jobs": args.jobs, "maps": args.maps, "files": len(data["files"]),
                        "cached_files": len(data["cached_files"]), "block_bytes": data["block_bytes"],
-                       "input_bytes": data["bytes"], "emulator_params": params, "policies": {}}
+                       "input_bytes": data["bytes"], "replication": data["replication"],
+                       "blocks_per_node": data["blocks_per_node"], "worker_egress_mbit": args.worker_egress_mbit,
+                       "emulator_params": params, "policies": {}}
                 for name in policies:
                     runs = per_policy[name]["runs"]
                     lat = per_policy[name]["latency"]

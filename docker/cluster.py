@@ -10,7 +10,8 @@ every host, so forward and reverse lookups agree everywhere (HDFS block hosts ==
 is real). Only the web UIs and the engine are published, on 127.0.0.1. Containers are created with testcontainers
 (no Ryuk reaper: it would be pulled from a registry) and labelled, so `down` in another process finds them.
 
-    python docker/cluster.py up --policy delay [--set node_locality_delay=4] [--name yarnrl]
+    python docker/cluster.py up --policy delay [--set node_locality_delay=4] [--name yarnrl] [--worker-egress-mbit 20]
+    python docker/cluster.py shape --worker-egress-mbit 20 | --off     (a running cluster)
     python docker/cluster.py status | down | exec -- hdfs dfs -ls /
 
 The same module drives the cluster tests (tests/cluster) and the HiBench runner (benchmarks/hibench.py).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import socket
@@ -85,6 +87,8 @@ class ClusterSpec:
     nm_vcores: int = 4
     engine_deadline_ms: int = 50
     breaker_open_ms: int = 10000
+    # egress rate limit of every worker's eth0, Mbit/s (None: unshaped); see egress_shaping_command
+    worker_egress_mbit: float | None = None
 
     @property
     def network(self) -> str:
@@ -99,6 +103,38 @@ class ClusterSpec:
     def rack_of(self, i: int) -> str:
         per_rack = max(1, -(-self.workers // self.racks))
         return f"/rack{i // per_rack + 1}"
+
+
+def egress_shaping_command(rate_mbit: float | None, device: str = "eth0") -> list[str]:
+    """The `tc` command that limits a worker's egress to `rate_mbit` (a token bucket, `tbf`), or removes the limit
+    (None).
+
+    Why: on one host every container reads every other one's blocks over a bridge at memory speed, so a remote
+    block read costs what a local one does and placement cannot change job time. A real cluster is network-bound
+    (1-10 Gbit/s NICs behind oversubscribed rack uplinks, next to disks that each stream 100-200 MB/s). Limiting
+    each worker's eth0 egress makes every byte a DataNode sends to another worker (a remote block read, a shuffle
+    fetch, a replication pipeline) cost bandwidth, while a read of the worker's own DataNode goes to its own address,
+    which Linux routes over `lo`, unshaped. (The kernel here has no netem; tbf is built in.) Rack-local and off-rack
+    reads cost the same: all workers share one bridge.
+
+    burst: 10 ms at the rate (at least 16 KB, so a packet always fits); latency: up to 200 ms queued before drops."""
+    if rate_mbit is None:
+        return ["tc", "qdisc", "del", "dev", device, "root"]
+    if not (isinstance(rate_mbit, (int, float)) and math.isfinite(rate_mbit) and rate_mbit > 0):
+        raise ValueError(f"worker egress rate must be a positive number of Mbit/s, got {rate_mbit!r}")
+    burst = max(16 * 1024, int(rate_mbit * 1e6 / 8 * 0.01))
+    return ["tc", "qdisc", "replace", "dev", device, "root", "tbf", "rate", f"{rate_mbit:g}mbit",
+            "burst", str(burst), "latency", "200ms"]
+
+
+def parse_tbf_rate_mbit(qdisc: str) -> float | None:
+    """The rate of a `tc qdisc show` line of a tbf qdisc, in Mbit/s (None: no tbf)."""
+    import re
+
+    m = re.search(r"\btbf\b.*?\brate (\d+(?:\.\d+)?)([KMG]?)bit", qdisc)
+    if not m:
+        return None
+    return float(m.group(1)) * {"": 1e-6, "K": 1e-3, "M": 1.0, "G": 1e3}[m.group(2)]
 
 
 class Cluster:
@@ -183,6 +219,9 @@ class Cluster:
             if self.spec.engine:
                 self.start_engine(self.spec.policy, self.spec.policy_settings, wait=False)
             self._start("client", images.HADOOP_IMAGE, ["client"], {})
+            if self.spec.worker_egress_mbit is not None:
+                self.shape_workers(self.spec.worker_egress_mbit)
+                say(f"worker egress limited to {self.spec.worker_egress_mbit:g} Mbit/s (tc tbf on eth0)")
             say("containers started; waiting for DataNodes, NodeManagers and the engine")
             self.wait_ready(timeout=max(10.0, timeout - (time.monotonic() - t0)))
         except BaseException:
@@ -298,6 +337,43 @@ class Cluster:
         if wait:
             self._wait(lambda: self._engine_serving(), timeout, "the engine to serve", ["engine"])
 
+    def shape_workers(self, rate_mbit: float | None) -> dict[str, str]:
+        """Limit (or, with None, unlimit) every worker's eth0 egress: `tc` run from this host in the container's
+        network namespace (`nsenter -t PID -n`; needs root here, nothing in the image). Returns each worker's
+        qdisc as `tc qdisc show` prints it. The limit lives as long as the container."""
+        import subprocess
+
+        if os.geteuid() != 0:
+            raise ClusterError("shaping worker egress needs root on this host (nsenter into the containers' "
+                               "network namespaces, then tc)")
+        out = {}
+        for h in self.spec.worker_hosts():
+            c = self.get(h)
+            c.reload()
+            pid = str(c.attrs["State"]["Pid"])
+            cmd = egress_shaping_command(rate_mbit)
+            r = subprocess.run(["nsenter", "-t", pid, "-n", *cmd], capture_output=True, text=True)
+            if r.returncode != 0 and not (rate_mbit is None and "No such file" in r.stderr + r.stdout):
+                raise ClusterError(f"{c.name}: `{' '.join(cmd)}` failed: {(r.stderr or r.stdout).strip()}")
+            show = subprocess.run(["nsenter", "-t", pid, "-n", "tc", "qdisc", "show", "dev", "eth0"],
+                                  capture_output=True, text=True)
+            out[h] = show.stdout.strip()
+        self.spec.worker_egress_mbit = rate_mbit
+        return out
+
+    def worker_egress(self) -> dict[str, str]:
+        """Each worker's eth0 root qdisc as `tc` shows it (the shaping in force)."""
+        import subprocess
+
+        out = {}
+        for h in self.spec.worker_hosts():
+            c = self.get(h)
+            c.reload()
+            r = subprocess.run(["nsenter", "-t", str(c.attrs["State"]["Pid"]), "-n", "tc", "qdisc", "show", "dev",
+                                "eth0"], capture_output=True, text=True)
+            out[h] = r.stdout.strip()
+        return out
+
     def kill_engine(self) -> None:
         self.get("engine").kill()
 
@@ -342,6 +418,12 @@ class Cluster:
             except ClusterError:
                 pass
         cl._load_subnet()
+        if os.geteuid() == 0:  # the shaping in force (tc prints e.g. "qdisc tbf 8001: root refcnt 2 rate 20Mbit ...")
+            try:
+                rates = {parse_tbf_rate_mbit(q) for q in cl.worker_egress().values()}
+                cl.spec.worker_egress_mbit = rates.pop() if len(rates) == 1 else None
+            except (OSError, ClusterError):
+                pass
         return cl
 
     # ---------------------------------------------------------------------------------------- readiness
@@ -493,6 +575,11 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="policy setting (repeatable)")
     up.add_argument("--no-engine", action="store_true", help="RlScheduler without an engine (native FIFO)")
     up.add_argument("--workers", type=int, default=4, help="worker hosts, each a DataNode + NodeManager (default 4)")
+    egress_help = ("limit every worker's eth0 egress to this many Mbit/s (tc tbf, set from this host; needs root): a "
+                   "remote block read, a shuffle fetch, a replication pipeline cost bandwidth, a read of the worker's "
+                   "own DataNode does not (it goes over lo) - a network-bound cluster like a real one with "
+                   "oversubscribed links. Default: unshaped")
+    up.add_argument("--worker-egress-mbit", type=float, default=None, metavar="MBIT", help=egress_help)
     up.add_argument("--timeout", type=float, default=600,
                     help="seconds to wait for the cluster (default 600: 10 JVMs start on a loaded 2-core machine in 3-6 min)")
     for opt, default in (("--nn-port", NN_HTTP_PORT), ("--rm-port", RM_HTTP_PORT),
@@ -500,6 +587,10 @@ def main(argv: list[str] | None = None) -> int:
         up.add_argument(opt, type=int, default=default, help=f"host port on 127.0.0.1 (default {default}; 0 = any)")
     for name, text in (("down", "remove every container and the network"), ("status", "print where it serves")):
         sub.add_parser(name, help=text)
+    sh = sub.add_parser("shape", help="limit (or --off: unlimit) the workers' egress of a running cluster")
+    g = sh.add_mutually_exclusive_group(required=True)
+    g.add_argument("--worker-egress-mbit", type=float, metavar="MBIT", help=egress_help)
+    g.add_argument("--off", action="store_true", help="remove the limit")
     ex = sub.add_parser("exec", help="run a command in the client container (e.g. -- hdfs dfs -ls /)")
     ex.add_argument("--role", default="client", help="container role (client, nn, rm, worker1, engine, ...)")
     ex.add_argument("command", nargs=argparse.REMAINDER)
@@ -515,7 +606,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "up":
             spec = ClusterSpec(name=args.name, workers=args.workers, policy=args.policy, policy_settings=args.set,
                                engine=not args.no_engine, nn_port=args.nn_port or None, rm_port=args.rm_port or None,
-                               metrics_port=args.metrics_port or None, grpc_port=args.grpc_port or None)
+                               metrics_port=args.metrics_port or None, grpc_port=args.grpc_port or None,
+                               worker_egress_mbit=args.worker_egress_mbit)
+            if args.worker_egress_mbit is not None:
+                egress_shaping_command(args.worker_egress_mbit)  # a bad rate fails before minutes of booting
             t = time.monotonic()
             cl = Cluster(spec).up(timeout=args.timeout, progress=say)
             s = cl.summary()
@@ -541,6 +635,12 @@ def main(argv: list[str] | None = None) -> int:
                 for k, v in s.items():
                     print(f"{k:20s} {v}")
             print(json.dumps(s))
+        elif args.cmd == "shape":
+            shown = Cluster.attach(args.name).shape_workers(None if args.off else args.worker_egress_mbit)
+            if not args.json:
+                for h, q in shown.items():
+                    print(f"{h:10s} {q}")
+            print(json.dumps({"worker_egress_mbit": None if args.off else args.worker_egress_mbit, "qdisc": shown}))
         elif args.cmd == "exec":
             command = args.command[1:] if args.command[:1] == ["--"] else args.command
             if not command:
@@ -548,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
             rc, out = Cluster.attach(args.name).exec(command, role=args.role, check=False)
             sys.stdout.write(out)
             return rc
-    except (images.DockerUnavailable, ClusterError, RuntimeError) as e:
+    except (images.DockerUnavailable, ClusterError, RuntimeError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

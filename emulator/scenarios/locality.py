@@ -21,6 +21,8 @@ finish and every job completion goes back through `Report`. Parameters (`--param
   node_memory_mb  memory of every node, MB (with `nodes`)                                    default seed 001's
   replication     HDFS replication of the input                                              default 3
   map_memory_mb   memory of one map (reduce) container, MB                                   default 1024
+  remote_read_mb_s  MB/s cap of a read from another node (a network-bound cluster, e.g. the
+                  container cluster with shaped worker egress)                                 default none
 
 Metrics: over map tasks, the share read cache-local, disk-local, rack-local (cached or disk replica in the rack)
 and off-rack; local_task_rate = cache + data locality (seed 001's "local tasks rate"); mean job execution time

@@ -105,6 +105,8 @@ class WorkloadConfig:
     am_cache_aware: bool = True
     am_heartbeat_ms: int = 1000
     replication: int = 3
+    # MB/s cap of a read from another node (rack-local or off-rack), e.g. a worker's shaped egress; None: no cap
+    remote_read_mb_s: float | None = None
 
     def __post_init__(self):
         if self.app not in APPS:
@@ -129,6 +131,9 @@ class WorkloadConfig:
             raise ValueError("container memory must be positive")
         if self.am_heartbeat_ms < 0:
             raise ValueError(f"am_heartbeat_ms must be >= 0, got {self.am_heartbeat_ms}")
+        if self.remote_read_mb_s is not None and not (math.isfinite(self.remote_read_mb_s)
+                                                      and self.remote_read_mb_s > 0):
+            raise ValueError(f"remote_read_mb_s must be a positive number, got {self.remote_read_mb_s}")
 
     @property
     def profile(self) -> AppProfile:
@@ -530,7 +535,8 @@ class YarnSimulation:
             state = int(job.data.state_table[node, task])
             job.pending[task] = False
             job.maps_running += 1
-            runtime = map_runtime_s(job.app, job.data.input.block_bytes[task], state) * job.map_noise[task]
+            runtime = map_runtime_s(job.app, job.data.input.block_bytes[task], state,
+                                    remote_read_mb_s=w.remote_read_mb_s) * job.map_noise[task]
             self.map_states[state] += 1
         else:
             if job.pending_reduces <= 0 or not self._reduces_requested(job):

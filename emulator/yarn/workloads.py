@@ -92,10 +92,22 @@ def profile(name: str) -> AppProfile:
     return APPS[name] if name in APPS else STAGES[name]
 
 
-def map_runtime_s(app: AppProfile, block_bytes: np.ndarray | float, state: np.ndarray | int) -> np.ndarray:
-    """Noise-free run time (s) of map tasks reading `block_bytes` in read-locality `state` (arrays broadcast)."""
+def read_rates_mb_s(remote_read_mb_s: float | None = None) -> np.ndarray:
+    """READ_MB_S, with the reads from another node (CRL, DRL, NO) capped at `remote_read_mb_s` (a network-bound
+    cluster: each node's egress shaped, as docker/cluster.py --worker-egress-mbit does)."""
+    if remote_read_mb_s is None:
+        return READ_MB_S
+    rates = READ_MB_S.copy()
+    rates[2:] = np.minimum(rates[2:], float(remote_read_mb_s))
+    return rates
+
+
+def map_runtime_s(app: AppProfile, block_bytes: np.ndarray | float, state: np.ndarray | int,
+                  remote_read_mb_s: float | None = None) -> np.ndarray:
+    """Noise-free run time (s) of map tasks reading `block_bytes` in read-locality `state` (arrays broadcast);
+    `remote_read_mb_s` caps the rate of a read from another node."""
     mb = np.asarray(block_bytes, dtype=float) / MB
-    return (TASK_STARTUP_S + mb / READ_MB_S[np.asarray(state)] + mb / app.map_cpu_mb_s
+    return (TASK_STARTUP_S + mb / read_rates_mb_s(remote_read_mb_s)[np.asarray(state)] + mb / app.map_cpu_mb_s
             + mb * app.map_output_ratio / SPILL_MB_S)
 
 
