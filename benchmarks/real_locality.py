@@ -903,6 +903,9 @@ def main(argv=None) -> int:
                             labelled = sum(summary["read"].values())
                             summary["cache_locality"] = (summary["read"]["CL"] / labelled if labelled
                                                          else float("nan"))
+                        # requests the engine refused or failed (by rpc and status code), for the plugin's fallbacks
+                        summary["engine_errors"] = {k: int(v) for k, v in
+                                                    metric_values(text, "yarnrl_request_errors_total").items() if v}
                         summary["jobs"] = rs
                         summary["load_average"] = round(os.getloadavg()[0], 1)  # 1-min, at the run's end
                         per_policy[name]["runs"].append(summary)

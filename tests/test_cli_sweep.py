@@ -306,6 +306,8 @@ def value_cases() -> list[Case]:
     cases += [
         Case("emulator", [*run, "no-such-scenario", "--policy", "fifo"], 2, ("valid scenarios: .*deeprm",),
              id="run-unknown-scenario"),
+        Case("emulator", [*run, "locality-wordcount", "--policy", "fifo", "--param", "remote_read_mb_s=0"], 2,
+             ("remote_read_mb_s", "positive"), id="run-locality-remote-read-rate-not-positive", tags={"value"}),
         Case("emulator", [*run, "deeprm", "--policy", "no-such-policy"], 2, ("registered policies: .*sjf",),
              id="run-unknown-policy"),
         Case("emulator", ["compare", "--scenario", "no-such-scenario"], 2, ("valid scenarios",),

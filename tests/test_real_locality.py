@@ -7,6 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -79,3 +82,90 @@ def test_the_plugin_builds_output_goes_to_stderr_not_stdout(tmp_path, monkeypatc
     assert "\033" not in out and "BUILD SUCCESS" not in out
     assert out.splitlines()[-1].startswith("building the plugin:")  # the benchmark's own progress line stays
     assert "\033[0m\033[0mBUILD SUCCESS" in err
+
+
+# ------------------------------------------------------------------------------------------ the shaped cluster
+sys.path.insert(0, str(ROOT / "docker"))
+import cluster as docker_cluster  # noqa: E402  (docker/cluster.py)
+
+
+def test_worker_egress_shaping_is_a_token_bucket_on_eth0_and_its_removal():
+    cmd = docker_cluster.egress_shaping_command(10)
+    assert cmd == ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "10mbit", "burst", "16384",
+                   "latency", "200ms"]
+    # burst: 10 ms at the rate once that is above 16 KB (1 Gbit/s: 1.25 MB)
+    assert docker_cluster.egress_shaping_command(1000)[10] == "1250000"
+    assert docker_cluster.egress_shaping_command(2.5)[8] == "2.5mbit"
+    assert docker_cluster.egress_shaping_command(None) == ["tc", "qdisc", "del", "dev", "eth0", "root"]
+    for bad in (0, -5, float("nan"), float("inf"), "10"):
+        try:
+            docker_cluster.egress_shaping_command(bad)
+        except ValueError as e:
+            assert "Mbit/s" in str(e)
+        else:
+            raise AssertionError(f"{bad!r} accepted")
+    # what `tc qdisc show` prints back is read as the rate in force
+    assert docker_cluster.parse_tbf_rate_mbit("qdisc tbf 8001: root refcnt 3 rate 20Mbit burst 25000b lat 200ms") == 20
+    assert docker_cluster.parse_tbf_rate_mbit("qdisc tbf 8001: root refcnt 3 rate 1Gbit burst 1250000b") == 1000
+    assert docker_cluster.parse_tbf_rate_mbit("qdisc tbf 8001: root rate 500Kbit burst 16Kb") == 0.5
+    assert docker_cluster.parse_tbf_rate_mbit("qdisc noqueue 0: root refcnt 2") is None
+
+
+def test_the_cluster_cli_takes_a_worker_egress_rate_and_rejects_a_bad_one(capsys):
+    assert docker_cluster.main(["up", "--worker-egress-mbit", "-1", "--name", "never-started"]) == 1
+    assert "Mbit/s" in capsys.readouterr().err
+    try:
+        docker_cluster.main(["shape"])  # a rate or --off is required
+    except SystemExit as e:
+        assert e.code == 2
+    else:
+        raise AssertionError("shape without a rate accepted")
+
+
+def test_sizes_replication_and_egress_shape_the_input_and_the_emulators_prediction():
+    assert rl.size_bytes("wordcount", "tiny", 8) == 32_000
+    assert rl.size_bytes("wordcount", "8mb", 8) == 8 * 8 * rl.MB
+    assert rl.size_bytes("terasort", "1mb", 4) == 4 * rl.MB // 100  # TeraSort's amount is rows of 100 bytes
+    for bad in ("huge", "8gb", "mb"):
+        try:
+            rl.size_bytes("sort", bad, 8)
+        except ValueError as e:
+            assert "<N>mb" in str(e)
+        else:
+            raise AssertionError(f"{bad!r} accepted")
+    plain = rl.emulator_params("wordcount", 8, 0.5, 2, 3.0, 500)
+    assert plain["replication"] == 2 and "remote_read_mb_s" not in plain
+    shaped = rl.emulator_params("wordcount", 8, 0.5, 2, 3.0, 500, replication=1, egress_mbit=10,
+                                block_bytes=8 * rl.MB)
+    assert shaped["replication"] == 1
+    # 10 Mbit/s = 1.19 MB/s for an 8 MB block; the emulator's 32 MB block reads 4x as fast, the same seconds
+    assert abs(shaped["remote_read_mb_s"] - 10e6 / 8 / rl.MB * 4) < 1e-3
+    with pytest.raises(SystemExit):
+        rl.main(["--cluster", "mini", "--worker-egress-mbit", "10"])
+    with pytest.raises(SystemExit):
+        rl.main(["--cluster", "docker", "--replication", "5"])
+    with pytest.raises(SystemExit):
+        rl.main(["--cluster", "docker", "--sizes", "big"])
+
+
+def test_the_emulator_charges_remote_reads_at_the_shaped_rate_and_local_ones_not():
+    from emulator.drivers import InProcessDriver
+    from emulator.scenario import get_scenario
+    from emulator.yarn.workloads import APPS, map_runtime_s
+    from policy_engine.policy import create
+
+    app, block = APPS["wordcount"], 32 * rl.MB
+    free = map_runtime_s(app, block, [0, 1, 2, 3, 4])
+    capped = map_runtime_s(app, block, [0, 1, 2, 3, 4], remote_read_mb_s=2.0)
+    assert np.allclose(free[:2], capped[:2])  # cache-local and disk-local: unchanged
+    assert np.allclose(capped[2:] - free[2:], [32 / 2.0 - 32 / r for r in (400.0, 100.0, 60.0)])
+    params = rl.emulator_params("wordcount", 8, 0.0, 2, 3.0, 500, replication=1, egress_mbit=10,
+                                block_bytes=8 * rl.MB)
+    sc = get_scenario("locality-wordcount", **params)
+    fifo = sc.run_episode(InProcessDriver(create("fifo")), seed=3)
+    delay = sc.run_episode(InProcessDriver(create("delay")), seed=3)
+    # replication 1 on 4 nodes: FIFO reads most blocks remotely and pays for it; Delay waits for the data
+    assert fifo["local_task_rate"] < 0.6 < delay["local_task_rate"]
+    assert fifo["job_time_s"] > delay["job_time_s"] + 2.0
+    with pytest.raises(ValueError, match="remote_read_mb_s"):
+        get_scenario("locality-wordcount", remote_read_mb_s=0)
