@@ -28,6 +28,20 @@ a cluster named --docker-name runs, else started and removed at the end. Cache l
 read-level labels (no per-map probe in the containers); the emulator's prediction uses its 500 ms heartbeat.
 
     .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,clqlmrs --runs 2 --seed 1
+
+On one host every container reads every other one's blocks at memory speed, so placement cannot change job time
+there. --worker-egress-mbit makes the container cluster network-bound, like a real one behind oversubscribed links:
+each worker's eth0 egress goes through a token bucket (tc tbf), so a remote block read (and a shuffle fetch, a
+replication pipeline) costs bandwidth while a read of the worker's own DataNode (over lo) does not. --replication 1
+gives the 4 workers the share of the blocks a node of a 12+ node cluster with 3 replicas holds (a quarter or less;
+replication 2 on 4 nodes: half), and an `<N>mb` size gives blocks large enough for a remote read to take seconds
+(the DataNode cache holds 8 MB: such inputs are not cached). The emulator's prediction takes the same replication
+and caps its remote reads at the same rate; --clqlmrs-model models/clqlmrs-docker-rep1.safetensors is the table
+trained on that shape.
+
+    .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \
+        --workloads wordcount --sizes 8mb,tiny --replication 1 --worker-egress-mbit 10 --runs 3 --seed 1 \
+        --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
 """
 
 from __future__ import annotations

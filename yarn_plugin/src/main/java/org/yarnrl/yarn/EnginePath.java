@@ -63,6 +63,9 @@ final class EnginePath implements AutoCloseable {
   private final AtomicLong requestSeq = new AtomicLong();
   private volatile RMContext rmContext;
   private volatile boolean invalidAnswerLogged;
+  /** Call failure reasons logged once already (scheduler thread only). */
+  private final java.util.Set<EngineClient.Failure> failureLogged =
+      java.util.EnumSet.noneOf(EngineClient.Failure.class);
 
   private EnginePath(EngineFailover engines, RlSchedulerMetrics metrics, int maxAsks) {
     this.engines = engines;
@@ -215,6 +218,18 @@ final class EnginePath implements AutoCloseable {
 
   /** A call brought no answer: count its reason and tell the breaker (and the handshake, if the engine left). */
   void failed(EngineClient.CallFailed e) {
+    String what = String.valueOf(e.getMessage());
+    if (e.failure == EngineClient.Failure.ERROR) {
+      metrics.lastCallError = what.length() > 400 ? what.substring(0, 400) + "..." : what;
+    }
+    if (failureLogged.add(e.failure)) {
+      LOG.warn("yarn-rl engine call failed ({}); scheduling natively. Further {} failures are counted in "
+          + "Fallbacks{} (errors: the last in LastCallError), logged at DEBUG", what, e.failure,
+          e.failure == EngineClient.Failure.TIMEOUT ? "Timeout"
+              : e.failure == EngineClient.Failure.UNAVAILABLE ? "Unavailable" : "Error");
+    } else {
+      LOG.debug("yarn-rl engine call failed: {}", what);
+    }
     switch (e.failure) {
       case TIMEOUT:
         metrics.fallbacksTimeout.increment();

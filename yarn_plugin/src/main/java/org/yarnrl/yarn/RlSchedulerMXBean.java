@@ -43,6 +43,12 @@ public interface RlSchedulerMXBean {
 
   long getFallbacksError();
 
+  /**
+   * The last call failure counted in FallbacksError (a gRPC status other than DEADLINE_EXCEEDED and UNAVAILABLE), as
+   * {@code STATUS: description}; "" before the first. Only the first is logged (WARN).
+   */
+  String getLastCallError();
+
   long getFallbacksInvalidAnswer();
 
   long getFallbacksBreakerOpen();

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.LongAdder;
 public class RlSchedulerMetrics implements RlSchedulerMXBean {
   volatile String engineAddress = "";
   volatile String breakerState = "DISABLED";
+  volatile String lastCallError = "";
   volatile String engineHealth = "";
   volatile String engineModelVersion = "";
   final LongAdder failovers = new LongAdder();
@@ -39,6 +40,11 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public String getEngineAddress() {
     return engineAddress;
+  }
+
+  @Override
+  public String getLastCallError() {
+    return lastCallError;
   }
 
   @Override

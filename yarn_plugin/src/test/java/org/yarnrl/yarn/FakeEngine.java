@@ -39,7 +39,14 @@ final class FakeEngine implements AutoCloseable {
       @Override
       public void schedule(ScheduleRequest req, StreamObserver<ScheduleResponse> out) {
         scheduleCalls.incrementAndGet();
-        out.onNext(answer.apply(req));
+        ScheduleResponse r;
+        try {
+          r = answer.apply(req);
+        } catch (io.grpc.StatusRuntimeException e) { // a scripted failure status
+          out.onError(e);
+          return;
+        }
+        out.onNext(r);
         out.onCompleted();
       }
 

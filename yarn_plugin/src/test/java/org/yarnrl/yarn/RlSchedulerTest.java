@@ -119,6 +119,26 @@ class RlSchedulerTest {
   }
 
   @Test
+  void anEngineErrorIsAFallbackCountedAsAnErrorThatNamesItsStatus() throws Exception {
+    try (FakeEngine fake = new FakeEngine("yarnrl.v1", req -> {
+      throw io.grpc.Status.INTERNAL.withDescription("schedule failed in the engine: KeyError: 'x'")
+          .asRuntimeException();
+    });
+         MockCluster c = new MockCluster(conf(fake.address()), 2, 8192, 8)) {
+      RlSchedulerMetrics m = metrics(c);
+      MockCluster.waitFor(() -> "OK".equals(m.getHandshakeState()), "handshake, have " + m);
+      assertEquals("", m.getLastCallError());
+      MockAM am = c.startApp("default", "alice");
+      MockCluster.ask(am, 3, 1024);
+      List<List<Container>> got = c.run(List.of(am), 3);
+      assertEquals(3, got.get(0).size(), m.toString());
+      assertTrue(m.getFallbacksError() > 0, m.toString());
+      assertEquals("INTERNAL: schedule failed in the engine: KeyError: 'x'", m.getLastCallError());
+      assertEquals(0, m.getEngineContainers(), m.toString());
+    }
+  }
+
+  @Test
   void anEngineSpeakingAnotherProtocolIsRefusedAndNeverAsked() throws Exception {
     try (FakeEngine fake = new FakeEngine("yarnrl.v0", req -> FakeEngine.onlyOn("h2", req));
          MockCluster c = new MockCluster(conf(fake.address()), 2, 8192, 8)) {
