@@ -6,6 +6,7 @@ paused: benchmarks/cluster_faults.py's cases; RM restarted) come last.
 
 from __future__ import annotations
 
+import os
 import sys
 import urllib.request
 from pathlib import Path
@@ -150,3 +151,50 @@ def _answers(cluster) -> bool:
         return True
     except OSError:
         return False
+
+
+def _egress_sent_bytes(cluster, host: str) -> int:
+    """Bytes the worker's eth0 root qdisc has sent (`tc -s qdisc show`, in its network namespace)."""
+    import re
+    import subprocess
+
+    c = cluster.get(host)
+    c.reload()
+    out = subprocess.run(["nsenter", "-t", str(c.attrs["State"]["Pid"]), "-n", "tc", "-s", "qdisc", "show", "dev",
+                          "eth0"], capture_output=True, text=True, check=True).stdout
+    return int(re.search(r"Sent (\d+) bytes", out).group(1))
+
+
+def test_shaped_worker_egress_charges_a_remote_block_read_and_not_a_local_one(cluster):
+    """--worker-egress-mbit: a block read by another worker leaves the holder through its shaped eth0 (at no more
+    than the rate), a read on the holder itself goes over lo and never touches eth0. Counted in tc's own byte
+    counter, not timed against a bound (the machine is loaded), except the rate's lower bound, which only the
+    shaping can cause."""
+    if os.geteuid() != 0:
+        pytest.skip("shaping the workers' egress needs root (nsenter + tc)")
+    size, rate_mbit = 2 * 1024 * 1024, 8
+    path = "/tests/shaped-block"
+    cluster.exec(f"head -c {size} /dev/urandom > /tmp/blk && hdfs dfs -D dfs.replication=1 -put -f /tmp/blk {path}",
+                 role="worker1", timeout=300)  # a writer on a DataNode keeps the only replica
+    assert [b["hosts"] for b in cluster.block_locations(path)] == [["worker1"]]
+    read = (f"curl -s -f -L -o /dev/null -w '%{{size_download}} %{{time_total}}' "
+            f"'http://nn:9870/webhdfs/v1{path}?op=OPEN&user.name=root'")
+    try:
+        shown = cluster.shape_workers(rate_mbit)
+        assert all(f"rate {rate_mbit}Mbit" in q for q in shown.values()), shown
+        assert docker_cluster.Cluster.attach(cluster.spec.name).spec.worker_egress_mbit == rate_mbit
+        before = _egress_sent_bytes(cluster, "worker1")
+        _, out = cluster.exec(read, role="worker1", timeout=300)  # local
+        local_sent = _egress_sent_bytes(cluster, "worker1") - before
+        assert int(out.split()[0]) == size
+        before = _egress_sent_bytes(cluster, "worker1")
+        _, out = cluster.exec(read, role="worker3", timeout=300)  # remote, other rack
+        remote_sent = _egress_sent_bytes(cluster, "worker1") - before
+        got, seconds = int(out.split()[0]), float(out.split()[1])
+        assert got == size
+        assert remote_sent >= size > 20 * local_sent, (remote_sent, local_sent)
+        assert seconds >= 0.8 * size * 8 / (rate_mbit * 1e6), seconds  # no faster than the token bucket allows
+    finally:
+        cleared = cluster.shape_workers(None)
+        cluster.exec(["hdfs", "dfs", "-rm", "-f", "-skipTrash", path], timeout=120, check=False)
+    assert not any("tbf" in q for q in cleared.values()), cleared
