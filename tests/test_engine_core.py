@@ -317,9 +317,40 @@ def test_schedule_decoder_reuses_repeated_asks_and_cluster_whatever_the_field_or
     bad.node.node_id = ""
     with pytest.raises(InvalidRequest, match="node.node_id: empty"):
         decoder.decode(bad.SerializeToString())
-    bad.node.node_id, bad.node.unallocated.memory_mb = "dn1:8041", -5
-    with pytest.raises(InvalidRequest, match="node.unallocated: negative resource"):
+    bad.node.node_id, bad.node.total.memory_mb = "dn1:8041", -5
+    with pytest.raises(InvalidRequest, match="node.total: negative resource"):
         decoder.decode(bad.SerializeToString())
+
+
+def test_a_node_overcommitted_in_a_dimension_yarn_does_not_count_is_decoded_with_none_free():
+    """YARN's default resource calculator counts memory only: a 4-vcore NodeManager runs 5 containers of 1 vcore
+    and the RM reports -1 vcores unallocated (seen on the container cluster: every such heartbeat was refused
+    INVALID_ARGUMENT and fell back, the plugin's FallbacksError). The engine reads it as no vcores free, places
+    nothing that needs one there, and keeps refusing a negative total or container."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(REPO / "benchmarks"))
+    from engine_throughput import heartbeat
+
+    from policy_engine.codec import InvalidRequest, ScheduleDecoder, decode_schedule
+
+    req = heartbeat(3)
+    req.node.unallocated.memory_mb, req.node.unallocated.vcores = 1536, -1
+    req.cluster.unallocated.vcores = -1
+    req.node.unallocated.extra["gpu"] = -2
+    for obs in (decode_schedule(req), ScheduleDecoder().decode(req.SerializeToString())):
+        assert (obs.node.unallocated.memory_mb, obs.node.unallocated.vcores) == (1536, 0)
+        assert obs.node.unallocated.extra == {"gpu": 0}
+        assert obs.cluster.unallocated.vcores == 0
+        decision = Engine(create("fifo")).schedule(obs)
+        assert decision.assignments == []  # every ask needs a vcore: nothing fits
+    req.node.unallocated.vcores = 4  # vcores free again: the same heartbeat is placed
+    del req.node.unallocated.extra["gpu"]
+    assert sum(a.count for a in Engine(create("fifo")).schedule(decode_schedule(req)).assignments) > 0
+    bad = heartbeat(3)
+    bad.cluster.total.vcores = -1
+    with pytest.raises(InvalidRequest, match="cluster.total: negative resource"):
+        decode_schedule(bad)
 
 
 def pb_field(number: int, payload: bytes) -> bytes:
