@@ -750,6 +750,54 @@ def markdown_table(key: str, exp: dict) -> str:
     return "\n".join(rows)
 
 
+def partial_report(path: Path, episodes: int = 5) -> str:
+    """A Markdown table of a run cut short (its JSON's `in_progress` runs), with the emulator's prediction for the
+    recorded shape: what `--report PATH` prints."""
+    doc = json.loads(Path(path).read_text())
+    out = []
+    for key, per_policy in (doc.get("in_progress") or {}).items():
+        workload, size = key.split("-", 1)
+        per_file = doc.get("block_bytes", {}).get(key) or int(
+            size_bytes(workload, size, doc["maps"]) * (100 if workload == "terasort" else 1) / doc["maps"])
+        cached = doc["cached_share"] if doc["cluster"] != "docker" or per_file * 1.05 <= DOCKER_CACHE_BYTES else 0.0
+        params = emulator_params(
+            workload, doc["maps"], cached, doc["jobs"], doc.get("interarrival_s", 3.0),
+            DOCKER_HEARTBEAT_MS if doc["cluster"] == "docker" else HEARTBEAT_MS, doc.get("replication", 2),
+            doc.get("worker_egress_mbit"), per_file)
+        out += [f"**{key}** ({doc['cluster']}; runs per policy as listed, cut short; {doc['jobs']} concurrent jobs x "
+                f"{doc['maps']} maps; replication {doc.get('replication', 2)}; worker egress "
+                f"{doc.get('worker_egress_mbit') or 'unshaped'} Mbit/s; emulator prediction in brackets)", "",
+                "| policy | runs | local-task rate | cache-local share (engine labels) | DL / RL / OFF maps | mean job time (s) "
+                "| makespan (s) | engine / native containers, fallbacks (deadline, error) | engine refusals | load average per run |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        for name, runs in per_policy.items():
+            if not runs:
+                out.append(f"| {name} | 0 | not run | | | | | | | |")
+                continue
+            e = emulator_prediction(name, workload, params, episodes, doc.get("clqlmrs_model"), doc.get("seed", 0))
+            ms = {m: mean_std([r[m] for r in runs]) for m in ("local_task_rate", "cache_locality", "job_time_s",
+                                                             "makespan_s")}
+            plug = {k: sum(r["plugin"].get(k, 0) for r in runs) for k in runs[0]["plugin"]}
+            refusals: dict[str, int] = {}
+            for r in runs:
+                for k, v in (r.get("engine_errors") or {}).items():
+                    code = re.search(r'code="(\w+)"', k)
+                    refusals[code.group(1) if code else k] = refusals.get(code.group(1) if code else k, 0) + v
+            out.append(
+                f"| {name} | {len(runs)} | {fmt(ms['local_task_rate'], 2)} [{e['local_task_rate']['mean']:.2f}] "
+                f"| {fmt(ms['cache_locality'], 2)} [{e['cache_locality']['mean']:.2f}] "
+                f"| {sum(r['data_local_maps'] for r in runs)} / {sum(r['rack_local_maps'] for r in runs)} / "
+                f"{sum(r['off_switch_maps'] for r in runs)} "
+                f"| {fmt(ms['job_time_s'], 1)} [{e['job_time_s']['mean']:.1f}] "
+                f"| {fmt(ms['makespan_s'], 1)} [{e['makespan_s']['mean']:.1f}] "
+                f"| {plug.get('engine_containers', 0)} / {plug.get('native_containers', 0)}, {plug.get('fallbacks', 0)} "
+                f"({plug.get('fallbacks_timeout', 0)}, {plug.get('fallbacks_error', 0)}) "
+                f"| {', '.join(f'{k} {v}' for k, v in refusals.items()) or '0'} "
+                f"| {', '.join(str(round(r['load_average'])) for r in runs)} |")
+        out.append("")
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
@@ -798,7 +846,13 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS, help=f"results directory (default {RESULTS})")
     p.add_argument("--workdir", type=Path, default=TARGET / "real-locality",
                    help="mini cluster and logs (default yarn_plugin/target/real-locality)")
+    p.add_argument("--report", type=Path, metavar="JSON",
+                   help="print the Markdown table of a run cut short (its partial JSON) with the emulator's prediction, "
+                        "and exit")
     args = p.parse_args(argv)
+    if args.report:
+        log(partial_report(args.report, args.emulator_episodes))
+        return 0
 
     policies = [x for x in args.policies.split(",") if x]
     workloads = [x for x in args.workloads.split(",") if x]
@@ -931,6 +985,9 @@ def main(argv=None) -> int:
                             per_policy[name]["labels"][st] = per_policy[name]["labels"].get(st, 0) + int(v)
                         bar.update(1)
                         # each policy run as it ends, so a run cut short keeps what it measured
+                        results.setdefault("block_bytes", {})[key] = int(
+                            data["bytes"] * (100 if workload == "terasort" else 1) / args.maps)
+                        results["interarrival_s"] = args.interarrival_s
                         (args.out / f"real_locality-{stamp}.json").write_text(json.dumps(
                             {**results, "partial": True, "in_progress": {key: {
                                 n: [{k: v for k, v in r.items() if k != "jobs"} for r in pp["runs"]]

@@ -169,3 +169,22 @@ def test_the_emulator_charges_remote_reads_at_the_shaped_rate_and_local_ones_not
     assert fifo["job_time_s"] > delay["job_time_s"] + 2.0
     with pytest.raises(ValueError, match="remote_read_mb_s"):
         get_scenario("locality-wordcount", remote_read_mb_s=0)
+
+
+def test_a_run_cut_short_is_reported_from_its_partial_json(tmp_path):
+    run = {"local_task_rate": 0.5, "cache_locality": 0.0, "job_time_s": 100.0, "makespan_s": 120.0,
+           "data_local_maps": 8, "rack_local_maps": 6, "off_switch_maps": 2, "load_average": 40.2,
+           "plugin": {"engine_containers": 16, "native_containers": 4, "fallbacks": 5, "fallbacks_timeout": 4,
+                      "fallbacks_error": 1},
+           "engine_errors": {'{code="INVALID_ARGUMENT",rpc="schedule"}': 1}}
+    doc = {"cluster": "docker", "runs": 3, "jobs": 2, "maps": 8, "cached_share": 0.5, "replication": 1,
+           "worker_egress_mbit": 10.0, "seed": 1, "clqlmrs_model": None, "partial": True,
+           "in_progress": {"wordcount-8mb": {"fifo": [run, {**run, "local_task_rate": 0.25, "job_time_s": 200.0}],
+                                             "delay": []}}}
+    path = tmp_path / "partial.json"
+    path.write_text(rl.json.dumps(doc))
+    text = rl.partial_report(path, episodes=1)
+    row = next(line for line in text.splitlines() if line.startswith("| fifo"))
+    assert "| 2 | 0.38 ± 0.12 [" in row and "| 150.0 ± 50.0 [" in row and "32 / 8, 10 (8, 2)" in row  # counters summed over runs
+    assert "INVALID_ARGUMENT 2" in row and "| 16 / 12 / 4 |" in row and "| 40, 40 |" in row
+    assert "| delay | 0 | not run" in text and "replication 1" in text and "10.0 Mbit/s" in text
