@@ -577,9 +577,13 @@ def prepare(lab, workload: str, size: str, maps: int, cached_share: float, repli
 
 
 def lab_takes_replication(lab) -> bool:
-    """DockerLab writes the input with a given replication (`-D dfs.replication`); the mini cluster's LocalityLab
-    writes with its default and set_replication changes it afterwards."""
-    return isinstance(lab, DockerLab)
+    """Whether the generator writes the input with the replication asked for. Neither does: both clusters write
+    with their default of 2 (one replica on the writer's node, one in the other rack) and set_replication changes
+    it afterwards. Written with replication 1, every block stays on the node of the generator's map that wrote it,
+    and a generator's few maps ran on two of the four workers in the first try (worker1 and worker4 held all 8
+    blocks): the NameNode dropping the excess replicas instead spreads the input over both racks, as a cluster of
+    many nodes would."""
+    return False
 
 
 def run_policy(lab, data: dict, workload: str, jobs: int, interarrival_s: float, tag: str) -> list[dict]:

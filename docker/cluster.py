@@ -580,6 +580,10 @@ def main(argv: list[str] | None = None) -> int:
                    "own DataNode does not (it goes over lo) - a network-bound cluster like a real one with "
                    "oversubscribed links. Default: unshaped")
     up.add_argument("--worker-egress-mbit", type=float, default=None, metavar="MBIT", help=egress_help)
+    up.add_argument("--nm-vcores", type=int, default=4,
+                    help="vcores of each NodeManager (default 4). RlScheduler's FIFO counts memory only (8 maps of "
+                         "512 MB fit a 4096 MB node of 4 vcores), the engine counts vcores too: 8 lets the engine "
+                         "place as many containers on a node as YARN itself does")
     up.add_argument("--timeout", type=float, default=600,
                     help="seconds to wait for the cluster (default 600: 10 JVMs start on a loaded 2-core machine in 3-6 min)")
     for opt, default in (("--nn-port", NN_HTTP_PORT), ("--rm-port", RM_HTTP_PORT),
@@ -607,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
             spec = ClusterSpec(name=args.name, workers=args.workers, policy=args.policy, policy_settings=args.set,
                                engine=not args.no_engine, nn_port=args.nn_port or None, rm_port=args.rm_port or None,
                                metrics_port=args.metrics_port or None, grpc_port=args.grpc_port or None,
-                               worker_egress_mbit=args.worker_egress_mbit)
+                               worker_egress_mbit=args.worker_egress_mbit, nm_vcores=args.nm_vcores)
             if args.worker_egress_mbit is not None:
                 egress_shaping_command(args.worker_egress_mbit)  # a bad rate fails before minutes of booting
             t = time.monotonic()
