@@ -383,11 +383,19 @@ class Cluster:
 
         removed = []
         for c in self.containers():
-            try:
-                c.remove(force=True, v=True)
-                removed.append(c.name)
-            except docker.errors.NotFound:
-                pass
+            for attempt in range(5):
+                try:
+                    c.remove(force=True, v=True)
+                    removed.append(c.name)
+                    break
+                except docker.errors.NotFound:
+                    break
+                except docker.errors.APIError as e:
+                    # on a loaded machine the daemon may give up waiting for a killed container's exit event
+                    # ("tried to kill container, but did not receive an exit event"); the kill goes on: try again
+                    if attempt == 4:
+                        raise ClusterError(f"cannot remove {c.name}: {e}") from None
+                    time.sleep(3 * (attempt + 1))
         for net in self.client.networks.list(names=[self.spec.network]):
             try:
                 net.remove()
