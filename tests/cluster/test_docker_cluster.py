@@ -174,7 +174,8 @@ def test_shaped_worker_egress_charges_a_remote_block_read_and_not_a_local_one(cl
         pytest.skip("shaping the workers' egress needs root (nsenter + tc)")
     size, rate_mbit = 2 * 1024 * 1024, 8
     path = "/tests/shaped-block"
-    cluster.exec(f"head -c {size} /dev/urandom > /tmp/blk && hdfs dfs -D dfs.replication=1 -put -f /tmp/blk {path}",
+    cluster.exec(f"head -c {size} /dev/urandom > /tmp/blk && hdfs dfs -mkdir -p /tests && "
+                 f"hdfs dfs -D dfs.replication=1 -put -f /tmp/blk {path}",
                  role="worker1", timeout=300)  # a writer on a DataNode keeps the only replica
     assert [b["hosts"] for b in cluster.block_locations(path)] == [["worker1"]]
     read = (f"curl -s -f -L -o /dev/null -w '%{{size_download}} %{{time_total}}' "
