@@ -107,7 +107,8 @@ def test_job_commands_are_tagged_with_their_input():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--cases", "kill,crash"], "--cases: choose from none, kill, pause"),
+    (["--cases", "kill,crash"], "--cases: choose from none, kill, pause, slow, invalid, netcut"),
+    (["--slow-ms", "0"], "--slow-ms must be in (0, 600000]"),
     (["--repeats", "0"], "--repeats must be >= 1"),
     (["--poll-s", "0"], "--poll-s > 0"),
 ])
@@ -129,3 +130,36 @@ def test_unknown_policy_is_refused_with_the_registered_names(capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "--policy" in err and "fifo" in err
+
+
+def test_proxy_cases_need_a_cluster_with_the_fault_proxy():
+    class NoProxy:  # a cluster started without `--fault-proxy` (what docker/cluster.py says then)
+        @property
+        def proxy_control(self):
+            import cluster
+
+            raise cluster.ClusterError("cluster 'x' has no fault proxy in front of its engine: start it with "
+                                       "`docker/cluster.py up --fault-proxy` (ClusterSpec.fault_proxy)")
+
+    sys.path.insert(0, str(ROOT / "docker"))
+    import cluster
+
+    for case in cf.PROXY_CASES:
+        with pytest.raises(cluster.ClusterError, match="up --fault-proxy"):
+            cf.run_case(NoProxy(), case)
+
+
+def test_every_fault_case_says_which_fallbacks_it_must_cause():
+    assert set(cf.EXPECTED) == set(cf.CASES) - {"none"}
+    assert cf.EXPECTED["invalid"] == ("FallbacksInvalidAnswer",) and cf.EXPECTED["slow"] == ("FallbacksTimeout",)
+    assert set(cf.UNHEALTHY) | {"slow", "invalid"} == set(cf.EXPECTED)  # a health check answers through these two
+    assert all(k in cf.REASONS.values() for v in cf.EXPECTED.values() for k in v)
+
+
+def test_plot_writes_a_png(tmp_path):
+    runs = [_run("none", 40.0), _run("slow", 44.0, 2.0, timeout=3, breaker_open=2),
+            _run("invalid", 41.0, 1.0, invalid_answer=3)]
+    agg = cf.aggregate(runs)
+    cf.plot(agg, tmp_path / "f.png", "test")
+    assert (tmp_path / "f.png").stat().st_size > 10_000
+    assert "invalid_answer 3" in cf.markdown(agg, (1.0, 2.0))
