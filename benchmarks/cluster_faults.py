@@ -265,13 +265,26 @@ class Job:
 
 
 def wait_until(cond, timeout_s: float, what: str, interval_s: float = 0.5):
+    """Poll `cond` until it is truthy; a poll that fails with OSError (the RM's HTTP server slow to answer on a
+    loaded machine: urllib's own 5 s timeout) counts as not yet."""
     until = time.monotonic() + timeout_s
+    last = ""
     while time.monotonic() < until:
-        v = cond()
+        try:
+            v = cond()
+        except OSError as e:
+            v, last = None, f" (last error: {e})"
         if v:
             return v
         time.sleep(interval_s)
-    raise TimeoutError(f"timed out after {timeout_s:.0f} s: {what}")
+    raise TimeoutError(f"timed out after {timeout_s:.0f} s: {what}{last}")
+
+
+def retry(fn, timeout_s: float, what: str):
+    """fn() once it does not fail with OSError (bounded by timeout_s)."""
+    box = []
+    wait_until(lambda: box.append(fn()) or True, timeout_s, what)
+    return box[-1]
 
 
 def ensure_input(cluster, inp: str) -> None:
@@ -347,14 +360,14 @@ def run_case(cluster, case: str, job: str = "small", inp: str = "/hibench/wordco
     out = out or f"/faults/{case}-{int(time.time())}"
     poller = JmxPoller(cluster, poll_s).start()
     try:
-        before = cluster.rm_jmx()
-        running_before = {a["id"] for a in cluster.running_apps()}
+        before = retry(cluster.rm_jmx, timeout_s, "the RM's JMX")
+        running_before = {a["id"] for a in retry(cluster.running_apps, timeout_s, "the RM's application list")}
         say(f"{case}: {job} WordCount submitted")
         j = Job(cluster, job_command(job, inp, f"{out}/job", EXAMPLES_JAR), f"{out}/job", timeout_s)
         # the fault lands once the job's ApplicationMaster runs: its map and reduce asks are still to come
         wait_until(lambda: j.done() or [a for a in cluster.running_apps() if a["id"] not in running_before],
                    timeout_s, "the job's ApplicationMaster to run")
-        before = cluster.rm_jmx()
+        before = retry(cluster.rm_jmx, timeout_s, "the RM's JMX")
         t_fault = time.monotonic()
         inject(cluster, case, slow_ms)
         if case != "none":
@@ -378,22 +391,25 @@ def run_case(cluster, case: str, job: str = "small", inp: str = "/hibench/wordco
             say(f"{case}: engine restored after {t_recover - t_fault:.1f} s")
         else:
             t_recover = t_fault
-        at_recovery = cluster.rm_jmx()
-        engine_at_recovery = cluster.engine_metric("yarnrl_decisions_total")
+        at_recovery = retry(cluster.rm_jmx, timeout_s, "the RM's JMX")
+        engine_at_recovery = retry(lambda: cluster.engine_metric("yarnrl_decisions_total"), timeout_s,
+                                   "the engine's metrics")
         # back to the engine: its next answer applied; if the job has no ask left, a probe job brings one
         wait_until(lambda: cluster.rm_jmx()["EngineDecisions"] > at_recovery["EngineDecisions"] or j.done(),
                    timeout_s, f"{case}: the engine to decide again or the job to end")
         result_job = j.wait(timeout_s)
         probe = None
-        if cluster.rm_jmx()["EngineDecisions"] <= at_recovery["EngineDecisions"]:
+        if retry(cluster.rm_jmx, timeout_s, "the RM's JMX")["EngineDecisions"] \
+                <= at_recovery["EngineDecisions"]:
             say(f"{case}: the job ended without an ask after the recovery; probe job")
             p = Job(cluster, job_command("small", inp, f"{out}/probe", EXAMPLES_JAR), f"{out}/probe", timeout_s)
             wait_until(lambda: cluster.rm_jmx()["EngineDecisions"] > at_recovery["EngineDecisions"] or p.done(),
                        timeout_s, f"{case}: the engine to decide for the probe job")
             probe = p.wait(timeout_s)
         time.sleep(2 * poll_s)  # the last counters into the samples
-        after = cluster.rm_jmx()
-        engine_after = cluster.engine_metric("yarnrl_decisions_total")
+        after = retry(cluster.rm_jmx, timeout_s, "the RM's JMX")
+        engine_after = retry(lambda: cluster.engine_metric("yarnrl_decisions_total"), timeout_s,
+                             "the engine's metrics")
     finally:
         samples = poller.stop()
     res = {"case": case, "job_kind": job, **summarize(samples, t_fault, t_recover, before, at_recovery, after),
@@ -568,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(r)
                 say(f"{case}: job {r['job']['job_s']} s ok={r['job']['succeeded']}, fallback {r['fallback_s']} s, "
                     f"engine back {r['engine_s']} s, fallbacks {r['fallbacks']}")
+                args.out.parent.mkdir(parents=True, exist_ok=True)  # the runs so far, should a later one hang
+                args.out.with_suffix(".partial.json").write_text(json.dumps({"runs": runs}, indent=1))
                 if bar is not None:
                     bar.update(1)
         if bar is not None:
@@ -583,9 +601,11 @@ def main(argv: list[str] | None = None) -> int:
     table = markdown(agg, (load0, load1))
     result = {"cluster": "docker", "job": args.job, "repeats": args.repeats, "hold_s": args.hold_s,
               "slow_ms": args.slow_ms, "fault_proxy": cl.spec.fault_proxy, "policy": cl.spec.policy,
-              "deadline_ms": cl.spec.engine_deadline_ms, "load_average": [load0, load1], "cases": agg, "runs": runs}
+              "deadline_ms": cl.spec.engine_deadline_ms, "breaker_open_ms": cl.spec.breaker_open_ms,
+              "load_average": [load0, load1], "cases": agg, "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
+    args.out.with_suffix(".partial.json").unlink(missing_ok=True)
     png = args.out.with_suffix(".png")
     plot(agg, png, f"{args.job} WordCount, {args.repeats} run(s) per case, load average {load0:.0f}-{load1:.0f}")
     args.out.with_suffix(".md").write_text(table + "\n")

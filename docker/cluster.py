@@ -371,6 +371,11 @@ class Cluster:
                 cl.spec.policy_settings = json.loads(c.labels.get(LABEL_POLICY + ".settings", "[]"))
         cl.spec.engine = any(c.labels.get(LABEL_ROLE) == "engine" for c in found)
         cl.spec.fault_proxy = any(c.labels.get(LABEL_ROLE) == "faultproxy" for c in found)
+        for c in found:  # the plugin's settings, from the ResourceManager's environment
+            if c.labels.get(LABEL_ROLE) == "rm":
+                env = dict(kv.split("=", 1) for kv in c.attrs["Config"]["Env"] if "=" in kv)
+                cl.spec.engine_deadline_ms = int(env.get("YARNRL_ENGINE_DEADLINE_MS", cl.spec.engine_deadline_ms))
+                cl.spec.breaker_open_ms = int(env.get("YARNRL_ENGINE_BREAKER_OPEN_MS", cl.spec.breaker_open_ms))
         # restarts publish the same ports again (read back from the containers)
         for role, port, attr in (("nn", NN_HTTP_PORT, "nn_port"), ("rm", RM_HTTP_PORT, "rm_port"),
                                  ("engine", ENGINE_METRICS_PORT, "metrics_port"),
@@ -571,7 +576,8 @@ def main(argv: list[str] | None = None) -> int:
                 ap.error("--breaker-open-ms must be positive")
             spec = ClusterSpec(name=args.name, workers=args.workers, policy=args.policy, policy_settings=args.set,
                                engine=not args.no_engine, fault_proxy=args.fault_proxy,
-                               breaker_open_ms=args.breaker_open_ms, nn_port=args.nn_port or None, rm_port=args.rm_port or None,
+                               breaker_open_ms=args.breaker_open_ms, nn_port=args.nn_port or None,
+                               rm_port=args.rm_port or None,
                                metrics_port=args.metrics_port or None, grpc_port=args.grpc_port or None)
             t = time.monotonic()
             cl = Cluster(spec).up(timeout=args.timeout, progress=say)
