@@ -56,6 +56,15 @@ def test_no_fallback_and_no_engine_decision_read_as_none():
     assert r["over_allocated"] == ["worker3"]
 
 
+def test_vcores_beyond_a_node_count_as_over_allocation_only_without_native_scheduling():
+    # YARN's FIFO (the native fallback) counts memory only: 8 x 512 MB on a 4096 MB / 4 vcore node is its own doing
+    samples = [cf.Sample(1.0, jmx(), vcores_over=["worker4"]), cf.Sample(2.0, jmx(), over_allocated=["worker1"])]
+    native = cf.summarize(samples, 1.0, 1.5, jmx(), jmx(), jmx(NativeContainers=8))
+    assert native["over_allocated"] == ["worker1"] and native["vcores_overcommitted"] == ["worker4"]
+    engine_only = cf.summarize(samples, 1.0, 1.5, jmx(), jmx(), jmx(EngineContainers=8))
+    assert engine_only["over_allocated"] == ["worker1", "worker4"]
+
+
 def test_a_fallback_after_the_recovery_is_not_the_time_to_fallback():
     # the fault never made the plugin fall back (the job asked nothing during it); a fallback later is not its own
     before = jmx(Fallbacks=0)
@@ -68,7 +77,8 @@ def test_over_allocation_and_health_parsing():
     nodes = [{"nodeHostName": "worker1", "availMemoryMB": 512, "availableVirtualCores": 1},
              {"nodeHostName": "worker2", "availMemoryMB": -256, "availableVirtualCores": 2},
              {"nodeHostName": "worker3", "availMemoryMB": 0, "availableVirtualCores": -1}]
-    assert cf.over_allocated(nodes) == ["worker2", "worker3"]
+    assert cf.over_allocated(nodes) == ["worker2"]
+    assert cf.vcores_overcommitted(nodes) == ["worker3"]
     assert cf.healthy("engine:50051=SERVING")
     assert not cf.healthy("engine:50051=UNREACHABLE")
     assert cf.healthy("a:1=SERVING,b:2=UNREACHABLE") and not cf.healthy("a:1=NOT_SERVING,b:2=SERVING")
