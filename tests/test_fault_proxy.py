@@ -150,7 +150,7 @@ def test_upstream_down_closes_the_client_connection():
     dead.close()  # nothing listens there
     p = Running(port)
     try:
-        assert roundtrip(p.port, b"q") == b""  # closed by the proxy, as the engine's own address would
+        assert not answered(p.port)  # closed (or reset) by the proxy, as the engine's own address would be
         assert p.send("status")["failed_upstream"] == 1
     finally:
         p.close()
