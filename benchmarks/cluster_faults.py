@@ -1,16 +1,29 @@
-"""Fault injection on the container cluster: the engine container killed, paused and restored mid-job.
+"""Fault injection on the container cluster: the engine killed, paused, slowed, made to answer invalid schedules,
+and its network path cut, then restored, mid-job.
 
 A real Hadoop 3.5.0 cluster in containers (docker/cluster.py: NameNode, ResourceManager with RlScheduler, 4 workers in
-2 racks, the policy engine, a client). For each case a WordCount runs through RlScheduler; once its
-ApplicationMaster runs (its map and reduce asks still to come) the fault starts, and lasts until the plugin has
-counted the fallback the fault must cause, its health check has found the engine UNREACHABLE, and at least
---hold-s; then the engine is restored and the job runs on.
+2 racks, the policy engine, a client) with a TCP fault proxy in front of the engine (`up --fault-proxy`:
+docker/fault_proxy.py, host `faultproxy`; the RM's yarnrl.engine.address is faultproxy:50051). For each case a
+WordCount runs through RlScheduler; once its ApplicationMaster runs (its map and reduce asks still to come) the
+fault starts, and lasts until the plugin has counted the fallback the fault must cause, its health check has found
+the engine UNREACHABLE (kill, pause, netcut: the faults an engine health check can see), and at least --hold-s;
+then the engine is restored and the job runs on.
 
-    none    no fault: the reference job time
-    kill    `docker kill` of the engine container (SIGKILL: its connections reset, its address stops answering),
-            then `docker start` of the same container (same address, same policy and settings)
-    pause   `docker pause` (the cgroup freezer: sockets stay open, nothing answers, every Schedule call runs into
-            the plugin's deadline), then `docker unpause`
+    none     no fault: the reference job time
+    kill     `docker kill` of the engine container (SIGKILL: its connections reset, its address stops answering),
+             then `docker start` of the same container (same address, same policy and settings)
+    pause    `docker pause` (the cgroup freezer: sockets stay open, nothing answers, every Schedule call runs into
+             the plugin's deadline), then `docker unpause`
+    slow     the proxy delays every chunk by --slow-ms in each direction (default 200: a round trip of 400 ms, 8x
+             the plugin's 50 ms deadline; health checks, 1 s timeout, still pass), then the delay goes to 0
+    invalid  the proxy re-points to docker/invalid_engine.py (in its container): SERVING, right protocol version,
+             every Schedule answer invalid (over-allocating, unknown ask, wrong request id, zero count, in turn);
+             the plugin must refuse each (FallbacksInvalidAnswer); then back to the engine
+    netcut   the proxy cuts the path: open connections reset, new ones reset on accept (a firewall reject), then
+             restores it. Cut at the proxy rather than with `docker network disconnect` of the engine: a
+             disconnect blackholes the RM's open connection, and how soon it comes back after the reconnect is set
+             by the kernel's TCP retransmission backoff (seconds to tens of seconds, growing with the cut's
+             length), not by the plugin; the proxy's cut is the same every run
 
 Measured per case from the ResourceManager's RlScheduler JMX bean (and its REST API for the nodes), polled every
 --poll-s:
@@ -22,15 +35,23 @@ Measured per case from the ResourceManager's RlScheduler JMX bean (and its REST 
     last_native_s   recovery -> the last fallback counted before that first engine answer (0: none)
     job_s           the job's run time (ResourceManager's start/finish) and whether it succeeded
     fallbacks       per reason (timeout, unavailable, error, invalid_answer, breaker_open) over the case
-    over_allocated  node samples whose available memory or vcores were negative (must be 0)
+    over_allocated  nodes ever allocated beyond their resources (must be none): available memory negative in
+                    any sample, or available vcores negative in a case where nothing was scheduled natively
+    vcores_overcommitted  nodes whose available vcores went negative. YARN's own FIFO scheduler (the native
+                    fallback, upstream code) counts memory only (DefaultResourceCalculator), so a node of 4096 MB /
+                    4 vcores takes 8 containers of 512 MB / 1 vcore natively; the plugin's re-validation also
+                    checks vcores and refuses any answer on a node whose vcores are used up. Reported, not a fault
+                    of the plugin, when the case placed containers natively
 
 When the job finishes before the engine decided again (a fault held past its last ask), a small probe job runs to
-show the engine takes scheduling back. tests/cluster/test_docker_cluster.py runs the kill and pause cases under
-`make test`; this script runs all cases --repeats times and writes a JSON file; the last stdout line is one JSON
-object.
+show the engine takes scheduling back. tests/cluster/test_docker_cluster.py runs every fault case under
+`make test` on a small job; this script runs the cases --repeats times and writes a JSON file, a Markdown table
+and a PNG (job time per case, recovery time); the last stdout line is one JSON object. Without a running cluster
+of --name it starts one (with the fault proxy and the delay policy) and removes it at the end.
 
-    make cluster-up POLICY=delay
-    .venv/bin/python benchmarks/cluster_faults.py --name yarnrl --cases none,kill,pause --repeats 2
+    .venv/bin/python docker/cluster.py up --name faults --policy delay --fault-proxy
+    .venv/bin/python benchmarks/cluster_faults.py --name faults --cases none,kill,pause,slow,invalid,netcut \\
+        --repeats 3 --job hibench
 """
 
 from __future__ import annotations
@@ -50,13 +71,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docker"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-CASES = ("none", "kill", "pause")
+CASES = ("none", "kill", "pause", "slow", "invalid", "netcut")
+PROXY_CASES = ("slow", "invalid", "netcut")  # need the fault proxy in front of the engine
+UNHEALTHY = ("kill", "pause", "netcut")  # the plugin's health check must see these (slow and invalid answer it)
 REASONS = {"timeout": "FallbacksTimeout", "unavailable": "FallbacksUnavailable", "error": "FallbacksError",
            "invalid_answer": "FallbacksInvalidAnswer", "breaker_open": "FallbacksBreakerOpen"}
 # the fallback counters a fault must raise before it is lifted: a killed engine's calls fail (connection reset,
 # then refused or unanswered while its address is gone), a paused engine's calls run into the deadline
+# a slowed engine's calls run into the deadline; an invalid answer is refused; a cut path resets and refuses
 EXPECTED = {"kill": ("FallbacksUnavailable", "FallbacksTimeout", "FallbacksBreakerOpen"),
-            "pause": ("FallbacksTimeout",)}
+            "pause": ("FallbacksTimeout",),
+            "slow": ("FallbacksTimeout",),
+            "invalid": ("FallbacksInvalidAnswer",),
+            "netcut": ("FallbacksUnavailable", "FallbacksTimeout", "FallbacksBreakerOpen")}
+SLOW_MS = 200
 COUNTERS = ("Fallbacks", "EngineDecisions", "EngineContainers", "NativeContainers", "NativeHeartbeats",
             *REASONS.values())
 RESULTS = ROOT / "benchmarks" / "results" / "reliability"
@@ -67,13 +95,18 @@ RESULTS = ROOT / "benchmarks" / "results" / "reliability"
 class Sample:
     t: float  # time.monotonic()
     jmx: dict  # the RlScheduler bean's counters and states
-    over_allocated: list[str] = field(default_factory=list)  # nodes with negative available memory or vcores
+    over_allocated: list[str] = field(default_factory=list)  # nodes with negative available memory
+    vcores_over: list[str] = field(default_factory=list)  # nodes with negative available vcores
 
 
 def over_allocated(nodes: list[dict]) -> list[str]:
-    """Nodes of the RM's /ws/v1/cluster/nodes answer that have more allocated than they have."""
-    return [n.get("nodeHostName", "?") for n in nodes
-            if n.get("availMemoryMB", 0) < 0 or n.get("availableVirtualCores", 0) < 0]
+    """Nodes of the RM's /ws/v1/cluster/nodes answer that have more memory allocated than they have."""
+    return [n.get("nodeHostName", "?") for n in nodes if n.get("availMemoryMB", 0) < 0]
+
+
+def vcores_overcommitted(nodes: list[dict]) -> list[str]:
+    """Nodes of the same answer with more vcores allocated than they have (YARN's FIFO counts memory only)."""
+    return [n.get("nodeHostName", "?") for n in nodes if n.get("availableVirtualCores", 0) < 0]
 
 
 class JmxPoller:
@@ -100,7 +133,7 @@ class JmxPoller:
                 jmx = _http_json(f"{rm}/jmx?qry={RM_JMX_BEAN}")["beans"][0]
                 nodes = (_http_json(f"{rm}/ws/v1/cluster/nodes").get("nodes") or {}).get("node")
                 s = Sample(time.monotonic(), {k: jmx.get(k) for k in (*COUNTERS, "BreakerState", "EngineHealth")},
-                           over_allocated(nodes or []))
+                           over_allocated(nodes or []), vcores_overcommitted(nodes or []))
                 with self._lock:
                     self.samples.append(s)
             except Exception:  # noqa: BLE001 (a slow or restarting RM: the next poll tries again)
@@ -165,7 +198,11 @@ def summarize(samples: list[Sample], t_fault: float, t_recover: float, before: d
         "native_containers": after["NativeContainers"] - before["NativeContainers"],
         "engine_containers": after["EngineContainers"] - before["EngineContainers"],
         "engine_decisions": after["EngineDecisions"] - before["EngineDecisions"],
-        "over_allocated": sorted({h for s in samples for h in s.over_allocated}),
+        # memory beyond a node's: nobody may; vcores beyond: only YARN's memory-only FIFO, so only with natives
+        "over_allocated": sorted({h for s in samples for h in s.over_allocated}
+                                 | ({h for s in samples for h in s.vcores_over}
+                                    if after["NativeContainers"] == before["NativeContainers"] else set())),
+        "vcores_overcommitted": sorted({h for s in samples for h in s.vcores_over}),
         "node_samples": len(samples),
         "breaker_state_after": after.get("BreakerState"),
     }
@@ -243,13 +280,26 @@ class Job:
 
 
 def wait_until(cond, timeout_s: float, what: str, interval_s: float = 0.5):
+    """Poll `cond` until it is truthy; a poll that fails with OSError (the RM's HTTP server slow to answer on a
+    loaded machine: urllib's own 5 s timeout) counts as not yet."""
     until = time.monotonic() + timeout_s
+    last = ""
     while time.monotonic() < until:
-        v = cond()
+        try:
+            v = cond()
+        except OSError as e:
+            v, last = None, f" (last error: {e})"
         if v:
             return v
         time.sleep(interval_s)
-    raise TimeoutError(f"timed out after {timeout_s:.0f} s: {what}")
+    raise TimeoutError(f"timed out after {timeout_s:.0f} s: {what}{last}")
+
+
+def retry(fn, timeout_s: float, what: str):
+    """fn() once it does not fail with OSError (bounded by timeout_s)."""
+    box = []
+    wait_until(lambda: box.append(fn()) or True, timeout_s, what)
+    return box[-1]
 
 
 def ensure_input(cluster, inp: str) -> None:
@@ -265,20 +315,40 @@ def ensure_input(cluster, inp: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------- faults
-def inject(cluster, case: str) -> None:
-    engine = cluster.get("engine")
+def _proxy(cluster, command: str) -> dict:
+    import fault_proxy
+
+    return fault_proxy.send(cluster.proxy_control, command)
+
+
+def inject(cluster, case: str, slow_ms: float = SLOW_MS) -> None:
+    from cluster import INVALID_ENGINE_PORT
+
     if case == "kill":
-        engine.kill()
+        cluster.get("engine").kill()
     elif case == "pause":
-        engine.pause()
+        cluster.get("engine").pause()
+    elif case == "slow":
+        _proxy(cluster, f"delay {slow_ms:g}")
+    elif case == "invalid":
+        _proxy(cluster, f"upstream 127.0.0.1:{INVALID_ENGINE_PORT}")  # the invalid engine, in the proxy's container
+    elif case == "netcut":
+        _proxy(cluster, "cut")
 
 
 def recover(cluster, case: str, timeout_s: float) -> None:
-    engine = cluster.get("engine")
+    from cluster import ENGINE_GRPC_PORT
+
     if case == "kill":
-        engine.start()  # same container: same address, policy and settings
+        cluster.get("engine").start()  # same container: same address, policy and settings
     elif case == "pause":
-        engine.unpause()
+        cluster.get("engine").unpause()
+    elif case == "slow":
+        _proxy(cluster, "delay 0")
+    elif case == "invalid":
+        _proxy(cluster, f"upstream engine:{ENGINE_GRPC_PORT}")
+    elif case == "netcut":
+        _proxy(cluster, "restore")
     if case != "none":
         wait_until(lambda: _serving(cluster), timeout_s, "the engine's metrics endpoint after its recovery")
 
@@ -292,26 +362,29 @@ def _serving(cluster) -> bool:
 
 
 def run_case(cluster, case: str, job: str = "small", inp: str = "/hibench/wordcount/input", hold_s: float = 5.0,
-             timeout_s: float = 600.0, poll_s: float = 0.5, out: str | None = None, say=lambda m: None) -> dict:
+             timeout_s: float = 600.0, poll_s: float = 0.5, out: str | None = None, say=lambda m: None,
+             slow_ms: float = SLOW_MS) -> dict:
     """One case (see the module docstring): the figures of `summarize`, the job's result and, when it ran, the
     probe job's."""
     from cluster import EXAMPLES_JAR
 
     if case not in CASES:
         raise ValueError(f"unknown case {case!r}; known: {', '.join(CASES)}")
+    if case in PROXY_CASES:
+        cluster.proxy_control  # noqa: B018 (a cluster without the proxy fails here, saying how to start one)
     out = out or f"/faults/{case}-{int(time.time())}"
     poller = JmxPoller(cluster, poll_s).start()
     try:
-        before = cluster.rm_jmx()
-        running_before = {a["id"] for a in cluster.running_apps()}
+        before = retry(cluster.rm_jmx, timeout_s, "the RM's JMX")
+        running_before = {a["id"] for a in retry(cluster.running_apps, timeout_s, "the RM's application list")}
         say(f"{case}: {job} WordCount submitted")
         j = Job(cluster, job_command(job, inp, f"{out}/job", EXAMPLES_JAR), f"{out}/job", timeout_s)
         # the fault lands once the job's ApplicationMaster runs: its map and reduce asks are still to come
         wait_until(lambda: j.done() or [a for a in cluster.running_apps() if a["id"] not in running_before],
                    timeout_s, "the job's ApplicationMaster to run")
-        before = cluster.rm_jmx()
+        before = retry(cluster.rm_jmx, timeout_s, "the RM's JMX")
         t_fault = time.monotonic()
-        inject(cluster, case)
+        inject(cluster, case, slow_ms)
         if case != "none":
             say(f"{case}: fault on; waiting for the plugin to count {' or '.join(EXPECTED[case])}")
             expected = EXPECTED[case]
@@ -320,9 +393,10 @@ def run_case(cluster, case: str, job: str = "small", inp: str = "/hibench/wordco
                            timeout_s, f"{case}: a fallback counted in {expected}")
                 # and until the plugin's health check has seen the engine down (in the samples, so the figure is
                 # measured, however slow the RM's monitor thread is on a loaded machine)
-                wait_until(lambda: any(s.t >= t_fault and not healthy(s.jmx.get("EngineHealth"))
-                                       for s in poller.snapshot()),
-                           timeout_s, f"{case}: the plugin's health check to find the engine UNREACHABLE")
+                if case in UNHEALTHY:
+                    wait_until(lambda: any(s.t >= t_fault and not healthy(s.jmx.get("EngineHealth"))
+                                           for s in poller.snapshot()),
+                               timeout_s, f"{case}: the plugin's health check to find the engine UNREACHABLE")
                 left = hold_s - (time.monotonic() - t_fault)
                 if left > 0:
                     time.sleep(left)
@@ -332,22 +406,25 @@ def run_case(cluster, case: str, job: str = "small", inp: str = "/hibench/wordco
             say(f"{case}: engine restored after {t_recover - t_fault:.1f} s")
         else:
             t_recover = t_fault
-        at_recovery = cluster.rm_jmx()
-        engine_at_recovery = cluster.engine_metric("yarnrl_decisions_total")
+        at_recovery = retry(cluster.rm_jmx, timeout_s, "the RM's JMX")
+        engine_at_recovery = retry(lambda: cluster.engine_metric("yarnrl_decisions_total"), timeout_s,
+                                   "the engine's metrics")
         # back to the engine: its next answer applied; if the job has no ask left, a probe job brings one
         wait_until(lambda: cluster.rm_jmx()["EngineDecisions"] > at_recovery["EngineDecisions"] or j.done(),
                    timeout_s, f"{case}: the engine to decide again or the job to end")
         result_job = j.wait(timeout_s)
         probe = None
-        if cluster.rm_jmx()["EngineDecisions"] <= at_recovery["EngineDecisions"]:
+        if retry(cluster.rm_jmx, timeout_s, "the RM's JMX")["EngineDecisions"] \
+                <= at_recovery["EngineDecisions"]:
             say(f"{case}: the job ended without an ask after the recovery; probe job")
             p = Job(cluster, job_command("small", inp, f"{out}/probe", EXAMPLES_JAR), f"{out}/probe", timeout_s)
             wait_until(lambda: cluster.rm_jmx()["EngineDecisions"] > at_recovery["EngineDecisions"] or p.done(),
                        timeout_s, f"{case}: the engine to decide for the probe job")
             probe = p.wait(timeout_s)
         time.sleep(2 * poll_s)  # the last counters into the samples
-        after = cluster.rm_jmx()
-        engine_after = cluster.engine_metric("yarnrl_decisions_total")
+        after = retry(cluster.rm_jmx, timeout_s, "the RM's JMX")
+        engine_after = retry(lambda: cluster.engine_metric("yarnrl_decisions_total"), timeout_s,
+                             "the engine's metrics")
     finally:
         samples = poller.stop()
     res = {"case": case, "job_kind": job, **summarize(samples, t_fault, t_recover, before, at_recovery, after),
@@ -382,6 +459,8 @@ def aggregate(runs: list[dict]) -> dict:
             "native_containers": sum(r["native_containers"] for r in rs),
             "engine_containers": sum(r["engine_containers"] for r in rs),
             "over_allocated": sorted({h for r in rs for h in r["over_allocated"]}),
+            "vcores_overcommitted_runs": sum(1 for r in rs if r.get("vcores_overcommitted")),
+            "node_samples": sum(r.get("node_samples", 0) for r in rs),
             "probe_jobs": sum(1 for r in rs if r["probe"] is not None),
         }
     ref = (out.get("none") or {}).get("job_s", {}).get("mean")
@@ -400,15 +479,48 @@ def markdown(agg: dict, load: tuple[float, float]) -> str:
     rows = [f"(load average {load[0]:.1f} at the start, {load[1]:.1f} at the end; 2 cores)", "",
             "| case | runs | job s | vs fault-free | fault held s | fault -> fallback s | fault -> UNREACHABLE s "
             "| recovery -> SERVING s | recovery -> engine decides s | last native after recovery s "
-            "| fallbacks by reason | native / engine containers | over-allocated |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| fallbacks by reason | native / engine containers | over-allocated nodes (polls) "
+            "| runs with vcores overcommitted (native FIFO) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for case, a in agg.items():
         reasons = ", ".join(f"{k} {v}" for k, v in a["fallbacks"].items() if v) or "none"
         rows.append(f"| {case} | {a['runs']} | {ms(a['job_s'])} | {a['job_vs_fault_free'] or '-'} "
                     f"| {ms(a['fault_s'])} | {ms(a['fallback_s'])} | {ms(a['unhealthy_s'])} | {ms(a['serving_s'])} "
                     f"| {ms(a['engine_s'])} | {ms(a['last_native_s'])} | {reasons} "
-                    f"| {a['native_containers']} / {a['engine_containers']} | {len(a['over_allocated'])} |")
+                    f"| {a['native_containers']} / {a['engine_containers']} "
+                    f"| {len(a['over_allocated'])} ({a['node_samples']}) | {a['vcores_overcommitted_runs']} |")
     return "\n".join(rows)
+
+
+def plot(agg: dict, path: Path, title: str) -> None:
+    """Job time per case (mean ± std, the fault-free mean as a line) and recovery -> engine decides again."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = list(agg)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    job = [agg[c]["job_s"] for c in cases]
+    a1.bar(cases, [j["mean"] or 0 for j in job], yerr=[j["std"] or 0 for j in job], capsize=4,
+           color=["tab:gray" if c == "none" else "tab:blue" for c in cases])
+    ref = (agg.get("none") or {}).get("job_s", {}).get("mean")
+    if ref:
+        a1.axhline(ref, color="tab:gray", ls="--", lw=1, label="fault-free mean")
+        a1.legend(loc="lower right")
+    a1.set_ylabel("job time, s (RM start to finish)")
+    a1.set_title("job time under each fault")
+    faulted = [c for c in cases if c != "none"]
+    back = [agg[c]["engine_s"] for c in faulted]
+    a2.bar(faulted, [b["mean"] or 0 for b in back], yerr=[b["std"] or 0 for b in back], capsize=4, color="tab:green")
+    a2.axhline(15, color="tab:red", ls="--", lw=1, label="target: 15 s")
+    a2.set_ylabel("s")
+    a2.set_title("recovery -> first engine answer applied")
+    a2.legend(loc="upper right")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -419,7 +531,9 @@ def main(argv: list[str] | None = None) -> int:
                                                      "%(default)s); started, and removed at the end, when absent")
     ap.add_argument("--policy", help="restart the engine with this policy first (default: keep the running one; a "
                                       "started cluster runs delay)")
-    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated, of none,kill,pause (default all)")
+    ap.add_argument("--cases", default=",".join(CASES),
+                    help=f"comma-separated, of {','.join(CASES)} (default all; {','.join(PROXY_CASES)} need a cluster "
+                         f"started with --fault-proxy)")
     ap.add_argument("--repeats", type=int, default=2, help="runs of every case (default %(default)s)")
     ap.add_argument("--job", choices=("small", "hibench"), default="small",
                     help="small: WordCount over one input file with 1 reduce; hibench: HiBench WordCount tiny, "
@@ -428,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="least seconds a fault lasts (it lasts until its fallback is counted; default %(default)s)")
     ap.add_argument("--timeout-s", type=float, default=600.0, help="bound on every wait and job (default %(default)s)")
     ap.add_argument("--poll-s", type=float, default=0.5, help="JMX polling interval (default %(default)s)")
+    ap.add_argument("--slow-ms", type=float, default=SLOW_MS,
+                    help="slow case: delay per chunk and direction, ms (default %(default)s; the deadline is 50)")
     ap.add_argument("--out", type=Path, default=RESULTS / "cluster-faults.json", help="JSON results file")
     args = ap.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]
@@ -435,6 +551,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--cases: choose from {', '.join(CASES)}")
     if args.repeats < 1 or args.hold_s < 0 or args.timeout_s <= 0 or args.poll_s <= 0:
         ap.error("--repeats must be >= 1, --hold-s >= 0, --timeout-s and --poll-s > 0")
+    if not 0 < args.slow_ms <= 600_000:
+        ap.error("--slow-ms must be in (0, 600000]")
     if args.policy:
         from policy_engine.policy import UnknownPolicy, spec
 
@@ -456,12 +574,15 @@ def main(argv: list[str] | None = None) -> int:
             cl = docker_cluster.Cluster.attach(args.name)
         except docker_cluster.ClusterError:
             say(f"starting the container cluster {args.name!r} (minutes)")
-            cl = docker_cluster.Cluster(docker_cluster.ClusterSpec(name=args.name, policy="delay",
+            cl = docker_cluster.Cluster(docker_cluster.ClusterSpec(name=args.name, policy="delay", fault_proxy=True,
                                                                    breaker_open_ms=3000)).up(timeout=900,
                                                                                              progress=say)
             started = True
         if not cl.spec.engine:
             ap.error(f"cluster {args.name!r} runs without an engine")
+        if not cl.spec.fault_proxy and set(cases) & set(PROXY_CASES):
+            ap.error(f"--cases {','.join(c for c in cases if c in PROXY_CASES)}: cluster {args.name!r} has no fault "
+                     f"proxy in front of its engine; start it with `docker/cluster.py up --fault-proxy`")
         if args.policy and args.policy != cl.spec.policy:
             say(f"engine -> {args.policy}")
             cl.start_engine(args.policy)
@@ -477,11 +598,13 @@ def main(argv: list[str] | None = None) -> int:
         for rep in range(args.repeats):
             for case in (cases[rep % len(cases):] + cases[:rep % len(cases)]):  # order rotated per repeat
                 r = run_case(cl, case, job=args.job, hold_s=args.hold_s, timeout_s=args.timeout_s,
-                             poll_s=args.poll_s, say=say)
+                             poll_s=args.poll_s, say=say, slow_ms=args.slow_ms)
                 r["load_average"] = round(os.getloadavg()[0], 1)
                 runs.append(r)
                 say(f"{case}: job {r['job']['job_s']} s ok={r['job']['succeeded']}, fallback {r['fallback_s']} s, "
                     f"engine back {r['engine_s']} s, fallbacks {r['fallbacks']}")
+                args.out.parent.mkdir(parents=True, exist_ok=True)  # the runs so far, should a later one hang
+                args.out.with_suffix(".partial.json").write_text(json.dumps({"runs": runs}, indent=1))
                 if bar is not None:
                     bar.update(1)
         if bar is not None:
@@ -496,12 +619,17 @@ def main(argv: list[str] | None = None) -> int:
     agg = aggregate(runs)
     table = markdown(agg, (load0, load1))
     result = {"cluster": "docker", "job": args.job, "repeats": args.repeats, "hold_s": args.hold_s,
-              "policy": cl.spec.policy, "deadline_ms": cl.spec.engine_deadline_ms, "load_average": [load0, load1],
-              "cases": agg, "runs": runs}
+              "slow_ms": args.slow_ms, "fault_proxy": cl.spec.fault_proxy, "policy": cl.spec.policy,
+              "deadline_ms": cl.spec.engine_deadline_ms, "breaker_open_ms": cl.spec.breaker_open_ms,
+              "load_average": [load0, load1], "cases": agg, "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
+    args.out.with_suffix(".partial.json").unlink(missing_ok=True)
+    png = args.out.with_suffix(".png")
+    plot(agg, png, f"{args.job} WordCount, {args.repeats} run(s) per case, load average {load0:.0f}-{load1:.0f}")
+    args.out.with_suffix(".md").write_text(table + "\n")
     print(table)
-    print(f"wrote {args.out}")
+    print(f"wrote {args.out}, {png} and {args.out.with_suffix('.md')}")
     print(json.dumps({"cluster": "docker", "out": str(args.out), "load_average": [load0, load1],
                       "cases": {c: {k: a[k] for k in ("runs", "all_succeeded", "job_s", "job_vs_fault_free",
                                                       "fallback_s", "engine_s", "fallbacks", "over_allocated")}

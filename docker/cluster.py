@@ -3,7 +3,11 @@
 
     NameNode (nn) · ResourceManager with RlScheduler (rm) · workers worker1..4, each one host running a DataNode
     and a NodeManager, in racks /rack1 (worker1, worker2) and /rack2 (worker3, worker4) · the policy engine
-    (engine: `policy-engine serve --webhdfs http://nn:9870`) · a client for `hadoop jar` / `hdfs dfs` / `yarn`.
+    (engine: `policy-engine serve --webhdfs http://nn:9870`) · a client for `hadoop jar` / `hdfs dfs` / `yarn` ·
+    with --fault-proxy, a TCP fault proxy in front of the engine (faultproxy: docker/fault_proxy.py, and
+    docker/invalid_engine.py beside it, run in the engine image from this checkout, mounted read-only): the RM's
+    `yarnrl.engine.address` is then `faultproxy:50051`, and benchmarks/cluster_faults.py slows, cuts or re-points
+    the path through the proxy's control port (published on 127.0.0.1).
 
 All containers sit on one user-defined bridge network with fixed addresses, and every container's /etc/hosts lists
 every host, so forward and reverse lookups agree everywhere (HDFS block hosts == NodeManager hosts: node locality
@@ -44,6 +48,9 @@ LABEL_POLICY = "org.yarnrl.policy"
 EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/hadoop-mapreduce-examples.jar"
 ENGINE_GRPC_PORT = 50051
 ENGINE_METRICS_PORT = 9464
+PROXY_CONTROL_PORT = 7070
+INVALID_ENGINE_PORT = 50061  # docker/invalid_engine.py, inside the fault proxy's container (loopback there)
+FAULT_SCRIPTS = Path(__file__).resolve().parent  # fault_proxy.py and invalid_engine.py, mounted into the proxy
 NN_HTTP_PORT = 9870
 RM_HTTP_PORT = 8088
 RM_JMX_BEAN = "Hadoop:service=ResourceManager,name=RlScheduler"
@@ -87,8 +94,18 @@ class ClusterSpec:
     nm_vcores: int = 4
     engine_deadline_ms: int = 50
     breaker_open_ms: int = 10000
+<<<<<<< HEAD
     # egress rate limit of every worker's eth0, Mbit/s (None: unshaped); see egress_shaping_command
     worker_egress_mbit: float | None = None
+=======
+    fault_proxy: bool = False  # a fault proxy in front of the engine (the RM talks to faultproxy:50051)
+    proxy_control_port: int | None = None  # host port of the proxy's control port; None = any free port
+
+    @property
+    def engine_address(self) -> str:
+        """What the ResourceManager's yarnrl.engine.address says."""
+        return f"{'faultproxy' if self.fault_proxy else 'engine'}:{ENGINE_GRPC_PORT}"
+>>>>>>> main
 
     @property
     def network(self) -> str:
@@ -149,7 +166,7 @@ class Cluster:
     # ------------------------------------------------------------------------------------------ addresses
     def _ips(self) -> dict[str, str]:
         p = self.subnet_prefix
-        ips = {"nn": f"{p}.10", "rm": f"{p}.11", "engine": f"{p}.12", "client": f"{p}.13"}
+        ips = {"nn": f"{p}.10", "rm": f"{p}.11", "engine": f"{p}.12", "client": f"{p}.13", "faultproxy": f"{p}.14"}
         for i, h in enumerate(self.spec.worker_hosts()):
             ips[h] = f"{p}.{21 + i}"
         return ips
@@ -193,6 +210,14 @@ class Cluster:
         return f"http://127.0.0.1:{self.host_port('engine', ENGINE_METRICS_PORT)}/metrics"
 
     @property
+    def proxy_control(self) -> tuple[str, int]:
+        """(host, port) of the fault proxy's control port on 127.0.0.1 (docker/fault_proxy.py `send`)."""
+        if not self.spec.fault_proxy:
+            raise ClusterError(f"cluster {self.spec.name!r} has no fault proxy in front of its engine: start it with "
+                               f"`docker/cluster.py up --fault-proxy` (ClusterSpec.fault_proxy)")
+        return "127.0.0.1", self.host_port("faultproxy", PROXY_CONTROL_PORT)
+
+    @property
     def engine_target(self) -> str:
         return f"127.0.0.1:{self.host_port('engine', ENGINE_GRPC_PORT)}"
 
@@ -218,6 +243,8 @@ class Cluster:
             self._start("rm", images.HADOOP_IMAGE, ["resourcemanager"], {RM_HTTP_PORT: self.spec.rm_port})
             if self.spec.engine:
                 self.start_engine(self.spec.policy, self.spec.policy_settings, wait=False)
+                if self.spec.fault_proxy:
+                    self.start_fault_proxy()
             self._start("client", images.HADOOP_IMAGE, ["client"], {})
             if self.spec.worker_egress_mbit is not None:
                 self.shape_workers(self.spec.worker_egress_mbit)
@@ -272,7 +299,7 @@ class Cluster:
             "YARNRL_HOSTNAME": role,
             "YARNRL_NN_HOST": "nn",
             "YARNRL_RM_HOST": "rm",
-            "YARNRL_ENGINE_ADDRESS": f"engine:{ENGINE_GRPC_PORT}" if s.engine else "",
+            "YARNRL_ENGINE_ADDRESS": s.engine_address if s.engine else "",
             "YARNRL_ENGINE_DEADLINE_MS": str(s.engine_deadline_ms),
             "YARNRL_ENGINE_BREAKER_OPEN_MS": str(s.breaker_open_ms),
             "YARNRL_NM_MEMORY_MB": str(s.nm_memory_mb),
@@ -282,7 +309,7 @@ class Cluster:
 
     def _start(self, role: str, image: str, command: list[str], ports: dict[int, int | None],
                labels: dict[str, str] | None = None, env: dict[str, str] | None = None,
-               volumes: dict[str, tuple[str, str]] | None = None):
+               volumes: dict[str, tuple[str, str]] | None = None, entrypoint: list[str] | None = None):
         from docker.types import EndpointConfig
         from testcontainers.core.container import DockerContainer
 
@@ -298,6 +325,7 @@ class Cluster:
             c.with_volume_mapping(host_path, container_path, mode)
         api_version = self.client.api.api_version
         c.with_kwargs(
+            **({"entrypoint": entrypoint} if entrypoint else {}),
             hostname=role,
             labels={LABEL_CLUSTER: self.spec.name, LABEL_ROLE: role, **(labels or {})},
             extra_hosts={h: ip for h, ip in ips.items() if h != role},
@@ -337,6 +365,7 @@ class Cluster:
         if wait:
             self._wait(lambda: self._engine_serving(), timeout, "the engine to serve", ["engine"])
 
+<<<<<<< HEAD
     def shape_workers(self, rate_mbit: float | None) -> dict[str, str]:
         """Limit (or, with None, unlimit) every worker's eth0 egress: `tc` run from this host in the container's
         network namespace (`nsenter -t PID -n`; needs root here, nothing in the image). Returns each worker's
@@ -373,6 +402,19 @@ class Cluster:
                                 "eth0"], capture_output=True, text=True)
             out[h] = r.stdout.strip()
         return out
+=======
+    def start_fault_proxy(self) -> None:
+        """The fault proxy's container: docker/fault_proxy.py (faultproxy:50051 -> engine:50051, control port
+        published on 127.0.0.1) and docker/invalid_engine.py on its loopback, both from this checkout, mounted
+        read-only into the engine image (no image of their own)."""
+        script = "/yarnrl-faults"
+        cmd = (f"python {script}/invalid_engine.py --host 127.0.0.1 --port {INVALID_ENGINE_PORT} & "
+               f"exec python {script}/fault_proxy.py --listen 0.0.0.0:{ENGINE_GRPC_PORT} "
+               f"--upstream engine:{ENGINE_GRPC_PORT} --control 0.0.0.0:{PROXY_CONTROL_PORT}")
+        volumes = {str(FAULT_SCRIPTS / f): (f"{script}/{f}", "ro") for f in ("fault_proxy.py", "invalid_engine.py")}
+        self._start("faultproxy", images.ENGINE_IMAGE, ["-c", cmd], {PROXY_CONTROL_PORT: self.spec.proxy_control_port},
+                    env={"PYTHONUNBUFFERED": "1"}, volumes=volumes, entrypoint=["bash"])
+>>>>>>> main
 
     def kill_engine(self) -> None:
         self.get("engine").kill()
@@ -417,10 +459,17 @@ class Cluster:
                 cl.spec.policy = c.labels.get(LABEL_POLICY, cl.spec.policy)
                 cl.spec.policy_settings = json.loads(c.labels.get(LABEL_POLICY + ".settings", "[]"))
         cl.spec.engine = any(c.labels.get(LABEL_ROLE) == "engine" for c in found)
+        cl.spec.fault_proxy = any(c.labels.get(LABEL_ROLE) == "faultproxy" for c in found)
+        for c in found:  # the plugin's settings, from the ResourceManager's environment
+            if c.labels.get(LABEL_ROLE) == "rm":
+                env = dict(kv.split("=", 1) for kv in c.attrs["Config"]["Env"] if "=" in kv)
+                cl.spec.engine_deadline_ms = int(env.get("YARNRL_ENGINE_DEADLINE_MS", cl.spec.engine_deadline_ms))
+                cl.spec.breaker_open_ms = int(env.get("YARNRL_ENGINE_BREAKER_OPEN_MS", cl.spec.breaker_open_ms))
         # restarts publish the same ports again (read back from the containers)
         for role, port, attr in (("nn", NN_HTTP_PORT, "nn_port"), ("rm", RM_HTTP_PORT, "rm_port"),
                                  ("engine", ENGINE_METRICS_PORT, "metrics_port"),
-                                 ("engine", ENGINE_GRPC_PORT, "grpc_port")):
+                                 ("engine", ENGINE_GRPC_PORT, "grpc_port"),
+                                 ("faultproxy", PROXY_CONTROL_PORT, "proxy_control_port")):
             try:
                 setattr(cl.spec, attr, cl.host_port(role, port))
             except ClusterError:
@@ -520,8 +569,15 @@ class Cluster:
                    ["beans"][0]["Safemode"] == "", left(), "the NameNode to leave safe mode", ["nn"])
         if self.spec.engine:
             self._wait(self._engine_serving, left(), "the engine to serve", ["engine"])
-            self._wait(lambda: self.rm_jmx()["EngineAddress"] == f"engine:{ENGINE_GRPC_PORT}", left(),
+            if self.spec.fault_proxy:
+                self._wait(self._proxy_answers, left(), "the fault proxy's control port", ["faultproxy"])
+            self._wait(lambda: self.rm_jmx()["EngineAddress"] == self.spec.engine_address, left(),
                        "RlScheduler on the ResourceManager's JMX", ["rm"])
+
+    def _proxy_answers(self) -> bool:
+        import fault_proxy
+
+        return "upstream" in fault_proxy.send(self.proxy_control, "status", timeout_s=5)
 
     def _extend(self, err: ClusterError, missing) -> ClusterError:
         try:
@@ -570,6 +626,8 @@ class Cluster:
              "namenode_ui": self.nn_url, "resourcemanager_ui": self.rm_url}
         if self.spec.engine:
             s.update(policy=self.spec.policy, engine_metrics=self.metrics_url, engine_grpc=self.engine_target)
+        if self.spec.fault_proxy:
+            s["fault_proxy_control"] = "%s:%d" % self.proxy_control
         return s
 
 
@@ -582,6 +640,12 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--policy", default="fifo", help="engine policy (`policy-engine policies`; default fifo)")
     up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="policy setting (repeatable)")
     up.add_argument("--no-engine", action="store_true", help="RlScheduler without an engine (native FIFO)")
+    up.add_argument("--fault-proxy", action="store_true",
+                    help="a TCP fault proxy in front of the engine (docker/fault_proxy.py; for "
+                         "benchmarks/cluster_faults.py's slow, invalid and netcut cases)")
+    up.add_argument("--breaker-open-ms", type=int, default=10000,
+                    help="how long the plugin's breaker stays open after 3 failed calls (default %(default)s; "
+                         "benchmarks/cluster_faults.py uses 3000)")
     up.add_argument("--workers", type=int, default=4, help="worker hosts, each a DataNode + NodeManager (default 4)")
     egress_help = ("limit every worker's eth0 egress to this many Mbit/s (tc tbf, set from this host; needs root): a "
                    "remote block read, a shuffle fetch, a replication pipeline cost bandwidth, a read of the worker's "
@@ -616,12 +680,21 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.cmd == "up":
+            if args.breaker_open_ms <= 0:
+                ap.error("--breaker-open-ms must be positive")
             spec = ClusterSpec(name=args.name, workers=args.workers, policy=args.policy, policy_settings=args.set,
+<<<<<<< HEAD
                                engine=not args.no_engine, nn_port=args.nn_port or None, rm_port=args.rm_port or None,
                                metrics_port=args.metrics_port or None, grpc_port=args.grpc_port or None,
                                worker_egress_mbit=args.worker_egress_mbit, nm_vcores=args.nm_vcores)
             if args.worker_egress_mbit is not None:
                 egress_shaping_command(args.worker_egress_mbit)  # a bad rate fails before minutes of booting
+=======
+                               engine=not args.no_engine, fault_proxy=args.fault_proxy,
+                               breaker_open_ms=args.breaker_open_ms, nn_port=args.nn_port or None,
+                               rm_port=args.rm_port or None,
+                               metrics_port=args.metrics_port or None, grpc_port=args.grpc_port or None)
+>>>>>>> main
             t = time.monotonic()
             cl = Cluster(spec).up(timeout=args.timeout, progress=say)
             s = cl.summary()

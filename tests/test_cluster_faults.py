@@ -56,6 +56,15 @@ def test_no_fallback_and_no_engine_decision_read_as_none():
     assert r["over_allocated"] == ["worker3"]
 
 
+def test_vcores_beyond_a_node_count_as_over_allocation_only_without_native_scheduling():
+    # YARN's FIFO (the native fallback) counts memory only: 8 x 512 MB on a 4096 MB / 4 vcore node is its own doing
+    samples = [cf.Sample(1.0, jmx(), vcores_over=["worker4"]), cf.Sample(2.0, jmx(), over_allocated=["worker1"])]
+    native = cf.summarize(samples, 1.0, 1.5, jmx(), jmx(), jmx(NativeContainers=8))
+    assert native["over_allocated"] == ["worker1"] and native["vcores_overcommitted"] == ["worker4"]
+    engine_only = cf.summarize(samples, 1.0, 1.5, jmx(), jmx(), jmx(EngineContainers=8))
+    assert engine_only["over_allocated"] == ["worker1", "worker4"]
+
+
 def test_a_fallback_after_the_recovery_is_not_the_time_to_fallback():
     # the fault never made the plugin fall back (the job asked nothing during it); a fallback later is not its own
     before = jmx(Fallbacks=0)
@@ -68,7 +77,8 @@ def test_over_allocation_and_health_parsing():
     nodes = [{"nodeHostName": "worker1", "availMemoryMB": 512, "availableVirtualCores": 1},
              {"nodeHostName": "worker2", "availMemoryMB": -256, "availableVirtualCores": 2},
              {"nodeHostName": "worker3", "availMemoryMB": 0, "availableVirtualCores": -1}]
-    assert cf.over_allocated(nodes) == ["worker2", "worker3"]
+    assert cf.over_allocated(nodes) == ["worker2"]
+    assert cf.vcores_overcommitted(nodes) == ["worker3"]
     assert cf.healthy("engine:50051=SERVING")
     assert not cf.healthy("engine:50051=UNREACHABLE")
     assert cf.healthy("a:1=SERVING,b:2=UNREACHABLE") and not cf.healthy("a:1=NOT_SERVING,b:2=SERVING")
@@ -107,7 +117,8 @@ def test_job_commands_are_tagged_with_their_input():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--cases", "kill,crash"], "--cases: choose from none, kill, pause"),
+    (["--cases", "kill,crash"], "--cases: choose from none, kill, pause, slow, invalid, netcut"),
+    (["--slow-ms", "0"], "--slow-ms must be in (0, 600000]"),
     (["--repeats", "0"], "--repeats must be >= 1"),
     (["--poll-s", "0"], "--poll-s > 0"),
 ])
@@ -129,3 +140,36 @@ def test_unknown_policy_is_refused_with_the_registered_names(capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "--policy" in err and "fifo" in err
+
+
+def test_proxy_cases_need_a_cluster_with_the_fault_proxy():
+    class NoProxy:  # a cluster started without `--fault-proxy` (what docker/cluster.py says then)
+        @property
+        def proxy_control(self):
+            import cluster
+
+            raise cluster.ClusterError("cluster 'x' has no fault proxy in front of its engine: start it with "
+                                       "`docker/cluster.py up --fault-proxy` (ClusterSpec.fault_proxy)")
+
+    sys.path.insert(0, str(ROOT / "docker"))
+    import cluster
+
+    for case in cf.PROXY_CASES:
+        with pytest.raises(cluster.ClusterError, match="up --fault-proxy"):
+            cf.run_case(NoProxy(), case)
+
+
+def test_every_fault_case_says_which_fallbacks_it_must_cause():
+    assert set(cf.EXPECTED) == set(cf.CASES) - {"none"}
+    assert cf.EXPECTED["invalid"] == ("FallbacksInvalidAnswer",) and cf.EXPECTED["slow"] == ("FallbacksTimeout",)
+    assert set(cf.UNHEALTHY) | {"slow", "invalid"} == set(cf.EXPECTED)  # a health check answers through these two
+    assert all(k in cf.REASONS.values() for v in cf.EXPECTED.values() for k in v)
+
+
+def test_plot_writes_a_png(tmp_path):
+    runs = [_run("none", 40.0), _run("slow", 44.0, 2.0, timeout=3, breaker_open=2),
+            _run("invalid", 41.0, 1.0, invalid_answer=3)]
+    agg = cf.aggregate(runs)
+    cf.plot(agg, tmp_path / "f.png", "test")
+    assert (tmp_path / "f.png").stat().st_size > 10_000
+    assert "invalid_answer 3" in cf.markdown(agg, (1.0, 2.0))

@@ -39,13 +39,14 @@ def docker_engine():
 @pytest.fixture(scope="session")
 def cluster(docker_engine):
     """One cluster for the whole session: images built (or found cached), then booted with ports picked by Docker
-    on 127.0.0.1, a unique name, and a short breaker open period so the recovery test runs quickly."""
+    on 127.0.0.1, a unique name, a short breaker open period so the recovery tests run quickly, and the fault proxy
+    in front of the engine (docker/fault_proxy.py: the slow, invalid and netcut cases)."""
     t = time.monotonic()
     built = images.ensure_images()
     build_s = time.monotonic() - t
     spec = docker_cluster.ClusterSpec(name=f"yarnrl-test-{uuid.uuid4().hex[:6]}", policy="delay",
                                       nn_port=None, rm_port=None, metrics_port=None, grpc_port=None,
-                                      breaker_open_ms=3000)
+                                      breaker_open_ms=3000, fault_proxy=True)
     cl = docker_cluster.Cluster(spec)
     t = time.monotonic()
     try:

@@ -1,7 +1,8 @@
 """A real Hadoop 3.5.0 cluster in containers with RlScheduler and the policy engine (docker/cluster.py).
 
-The tests share one cluster (conftest.py) and run in file order: the destructive ones (engine killed, engine
-paused: benchmarks/cluster_faults.py's cases; RM restarted) come last.
+The tests share one cluster (conftest.py; the engine behind the fault proxy) and run in file order: the destructive
+ones (benchmarks/cluster_faults.py's cases: engine killed, paused, slowed, answering invalid schedules, its network
+path cut; then the RM restarted) come last.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def test_cluster_boots_with_four_hosts_in_two_racks(cluster):
     assert cluster.running_nodemanagers() == {"worker1": "/rack1", "worker2": "/rack1",
                                               "worker3": "/rack2", "worker4": "/rack2"}
     jmx = cluster.rm_jmx()
-    assert jmx["EngineAddress"] == "engine:50051"
+    assert jmx["EngineAddress"] == "faultproxy:50051"  # the engine, through the fault proxy
     assert jmx["BreakerState"] == "CLOSED"
     # the plugin jar deployed as the README says: in $HADOOP_HOME/share/hadoop/yarn/lib, scheduler class set
     _, ls = cluster.exec("ls /opt/hadoop/share/hadoop/yarn/lib", role="rm")
@@ -96,10 +97,11 @@ def test_cache_directive_shows_in_webhdfs_cached_hosts(cluster):
     assert part in stats
 
 
-def _fault_case(cluster, case: str) -> dict:
+def _fault_case(cluster, case: str, unhealthy: bool = True) -> dict:
     """One case of benchmarks/cluster_faults.py on the shared cluster: a WordCount (one map, one reduce) runs; once
-    its ApplicationMaster runs the engine container is killed or paused until the plugin counted the fallback the
-    fault causes and its health check found the engine UNREACHABLE (and at least 5 s), then restored; every wait is bounded and polled (a loaded CI machine)."""
+    its ApplicationMaster runs the fault starts and lasts until the plugin counted the fallback the fault causes
+    and (kill, pause, netcut) its health check found the engine UNREACHABLE, and at least 5 s; then the engine is
+    restored. Every wait is bounded and polled (a loaded CI machine)."""
     cluster_faults.ensure_input(cluster, WORDCOUNT_INPUT)
     r = cluster_faults.run_case(cluster, case, job="small", inp=WORDCOUNT_INPUT, hold_s=5.0, timeout_s=600,
                                 out=f"/tests/fault-{case}")
@@ -113,7 +115,8 @@ def _fault_case(cluster, case: str) -> dict:
     assert r["native_containers"] > 0, r
     # the engine takes scheduling back once it is restored: the plugin applies its answers again (counted on the
     # RM's JMX and by the engine itself), health SERVING and the breaker closed
-    assert r["unhealthy_s"] is not None and r["serving_s"] is not None and r["engine_s"] is not None, r
+    assert (r["unhealthy_s"] is not None) if unhealthy else True, r
+    assert r["serving_s"] is not None and r["engine_s"] is not None, r
     assert r["engine_decisions_after_recovery"] > 0, r
     assert cluster.rm_jmx()["BreakerState"] == "CLOSED"
     return r
@@ -135,11 +138,33 @@ def test_engine_paused_mid_job_times_out_then_recovers(cluster):
     assert r["unhealthy_s"] is not None and r["unhealthy_s"] >= 1.0, r
 
 
+def test_engine_slowed_beyond_the_deadline_times_out_then_recovers(cluster):
+    r = _fault_case(cluster, "slow", unhealthy=False)
+    # 200 ms each way through the proxy, 8x the 50 ms deadline: calls time out (then the breaker opens); no answer
+    # arrives in time to be applied, and none is refused as invalid
+    assert r["fallbacks"]["timeout"] > 0, r
+    assert r["fallbacks"]["invalid_answer"] == 0
+
+
+def test_engine_answering_invalid_schedules_is_refused_then_recovers(cluster):
+    r = _fault_case(cluster, "invalid", unhealthy=False)
+    # every answer of docker/invalid_engine.py breaks a rule: the plugin refused them (counted per reason), and
+    # since no node was over-allocated, none was applied
+    assert r["fallbacks"]["invalid_answer"] > 0, r
+
+
+def test_network_path_cut_falls_back_then_recovers(cluster):
+    r = _fault_case(cluster, "netcut")
+    # open connections reset, new ones reset on accept: calls fail as unavailable (or, once 3 failed, the breaker)
+    assert r["fallbacks"]["unavailable"] + r["fallbacks"]["timeout"] + r["fallbacks"]["breaker_open"] > 0, r
+    assert r["fallbacks"]["invalid_answer"] == 0
+
+
 def test_resourcemanager_restart_recovers(cluster):
     cluster.get("rm").restart(timeout=60)
     cluster_faults.wait_until(lambda: len(cluster.running_nodemanagers()) == 4 if _answers(cluster) else False, 300,
                               "all four NodeManagers to register with the restarted ResourceManager", interval_s=2)
-    assert cluster.rm_jmx()["EngineAddress"] == "engine:50051"
+    assert cluster.rm_jmx()["EngineAddress"] == "faultproxy:50051"
     output = small_wordcount(cluster, "/tests/rm-restart/out")
     assert "completed successfully" in output
     assert cluster.rm_jmx()["EngineDecisions"] > 0  # counters restart with the RM; the new one asks the engine
