@@ -39,9 +39,10 @@ replication 2 on 4 nodes: half), and an `<N>mb` size gives blocks large enough f
 and caps its remote reads at the same rate; --clqlmrs-model models/clqlmrs-docker-rep1.safetensors is the table
 trained on that shape.
 
-    .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \
-        --workloads wordcount --sizes 8mb,tiny --replication 1 --worker-egress-mbit 10 --runs 3 --seed 1 \
-        --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
+    python docker/cluster.py up --nm-vcores 8 --worker-egress-mbit 5     # 8 vcores: as many maps as YARN places
+    .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \\
+        --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 2 \\
+        --seed 1 --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
 """
 
 from __future__ import annotations

@@ -94,10 +94,8 @@ class ClusterSpec:
     nm_vcores: int = 4
     engine_deadline_ms: int = 50
     breaker_open_ms: int = 10000
-<<<<<<< HEAD
     # egress rate limit of every worker's eth0, Mbit/s (None: unshaped); see egress_shaping_command
     worker_egress_mbit: float | None = None
-=======
     fault_proxy: bool = False  # a fault proxy in front of the engine (the RM talks to faultproxy:50051)
     proxy_control_port: int | None = None  # host port of the proxy's control port; None = any free port
 
@@ -105,7 +103,6 @@ class ClusterSpec:
     def engine_address(self) -> str:
         """What the ResourceManager's yarnrl.engine.address says."""
         return f"{'faultproxy' if self.fault_proxy else 'engine'}:{ENGINE_GRPC_PORT}"
->>>>>>> main
 
     @property
     def network(self) -> str:
@@ -365,7 +362,6 @@ class Cluster:
         if wait:
             self._wait(lambda: self._engine_serving(), timeout, "the engine to serve", ["engine"])
 
-<<<<<<< HEAD
     def shape_workers(self, rate_mbit: float | None) -> dict[str, str]:
         """Limit (or, with None, unlimit) every worker's eth0 egress: `tc` run from this host in the container's
         network namespace (`nsenter -t PID -n`; needs root here, nothing in the image). Returns each worker's
@@ -402,7 +398,7 @@ class Cluster:
                                 "eth0"], capture_output=True, text=True)
             out[h] = r.stdout.strip()
         return out
-=======
+
     def start_fault_proxy(self) -> None:
         """The fault proxy's container: docker/fault_proxy.py (faultproxy:50051 -> engine:50051, control port
         published on 127.0.0.1) and docker/invalid_engine.py on its loopback, both from this checkout, mounted
@@ -414,7 +410,6 @@ class Cluster:
         volumes = {str(FAULT_SCRIPTS / f): (f"{script}/{f}", "ro") for f in ("fault_proxy.py", "invalid_engine.py")}
         self._start("faultproxy", images.ENGINE_IMAGE, ["-c", cmd], {PROXY_CONTROL_PORT: self.spec.proxy_control_port},
                     env={"PYTHONUNBUFFERED": "1"}, volumes=volumes, entrypoint=["bash"])
->>>>>>> main
 
     def kill_engine(self) -> None:
         self.get("engine").kill()
@@ -683,18 +678,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.breaker_open_ms <= 0:
                 ap.error("--breaker-open-ms must be positive")
             spec = ClusterSpec(name=args.name, workers=args.workers, policy=args.policy, policy_settings=args.set,
-<<<<<<< HEAD
-                               engine=not args.no_engine, nn_port=args.nn_port or None, rm_port=args.rm_port or None,
+                               engine=not args.no_engine, fault_proxy=args.fault_proxy,
+                               breaker_open_ms=args.breaker_open_ms, nn_port=args.nn_port or None,
+                               rm_port=args.rm_port or None,
                                metrics_port=args.metrics_port or None, grpc_port=args.grpc_port or None,
                                worker_egress_mbit=args.worker_egress_mbit, nm_vcores=args.nm_vcores)
             if args.worker_egress_mbit is not None:
                 egress_shaping_command(args.worker_egress_mbit)  # a bad rate fails before minutes of booting
-=======
-                               engine=not args.no_engine, fault_proxy=args.fault_proxy,
-                               breaker_open_ms=args.breaker_open_ms, nn_port=args.nn_port or None,
-                               rm_port=args.rm_port or None,
-                               metrics_port=args.metrics_port or None, grpc_port=args.grpc_port or None)
->>>>>>> main
             t = time.monotonic()
             cl = Cluster(spec).up(timeout=args.timeout, progress=say)
             s = cl.summary()
