@@ -230,6 +230,19 @@ class DockerLab:
                                f"dfs.replication={replication}", "-D",
                                f"mapreduce.job.maps={maps}", str(rows), path])
 
+    def rewriteFromClient(self, files: list[str], replication: int) -> None:
+        """Write `files` again from the client container with `replication` replicas per block. The client hosts no
+        DataNode, so the NameNode picks each block's first replica among all workers; a writer on a DataNode (the
+        generator's map tasks) always gets its own node first, and lowering the replication afterwards kept the
+        blocks of a whole input on one worker. One `hdfs dfs -cp` per call (one JVM start for all files)."""
+        tmp = f"{files[0].rsplit('/', 1)[0]}/.rewrite"
+        script = (f"hdfs dfs -rm -r -f -skipTrash {tmp} && hdfs dfs -mkdir -p {tmp} && "
+                  f"hdfs dfs -D dfs.replication={int(replication)} -cp {' '.join(files)} {tmp}/ && "
+                  f"hdfs dfs -rm -skipTrash {' '.join(files)} && "
+                  + " && ".join(f"hdfs dfs -mv {tmp}/{f.rsplit('/', 1)[1]} {f}" for f in files)
+                  + f" && hdfs dfs -rm -r -f -skipTrash {tmp}")
+        self.sh(["bash", "-c", script], timeout=self.job_timeout_s)
+
     def dataFiles(self, path: str) -> list[str]:
         """The input's data files in MapReduce's task order: longest first, ties in name order."""
         listing = _http_get_json(f"{self.cluster.nn_url}/webhdfs/v1{path}?op=LISTSTATUS&user.name=root")
@@ -552,7 +565,9 @@ def prepare(lab, workload: str, size: str, maps: int, cached_share: float, repli
     if not gen["succeeded"]:
         raise RuntimeError(f"generating {data} failed: {gen}")
     files = list(lab.dataFiles(data))  # in MapReduce's task order (longest first)
-    if not lab_takes_replication(lab) and replication != 2:  # the mini cluster's generators write 2 replicas
+    if isinstance(lab, DockerLab) and replication != 2:  # (a py4j object answers hasattr for any name)
+        spread_input(lab, files, replication)
+    elif not lab_takes_replication(lab) and replication != 2:  # the mini cluster's generators write 2 replicas
         set_replication(lab, files, replication)
     if cache_limit_bytes is not None and per_file * 1.05 > cache_limit_bytes:
         log(f"note: {per_file / MB:.1f} MB files do not fit a DataNode's {cache_limit_bytes // MB} MB cache: "
@@ -577,13 +592,53 @@ def prepare(lab, workload: str, size: str, maps: int, cached_share: float, repli
             "base": base, "replication": replication, "layout": layout, "blocks_per_node": per_node}
 
 
+def node_block_counts(layout: dict[str, list[dict]], hosts: list[str]) -> dict[str, int]:
+    """Blocks per worker (every worker listed, 0 for one that holds none)."""
+    counts = {h: 0 for h in hosts}
+    for blocks in layout.values():
+        for b in blocks:
+            for h in b["hosts"]:
+                counts[h] = counts.get(h, 0) + 1
+    return counts
+
+
+def file_to_respread(layout: dict[str, list[dict]], hosts: list[str]) -> str | None:
+    """The file to write again so the input's blocks even out over the workers, or None when every worker holds
+    within one block of every other. Picks the last file (task order) with a block on the fullest worker."""
+    counts = node_block_counts(layout, hosts)
+    if max(counts.values()) - min(counts.values()) <= 1:
+        return None
+    fullest = max(counts, key=lambda h: (counts[h], h))
+    on_fullest = [f for f, blocks in layout.items() if any(fullest in b["hosts"] for b in blocks)]
+    return on_fullest[-1] if on_fullest else None
+
+
+def spread_input(lab, files: list[str], replication: int, rounds: int = 12) -> dict[str, int]:
+    """Give a container-cluster input `replication` replicas per block, spread over the workers the way a
+    long-running cluster's data is: every file written again from the client (the NameNode chooses the nodes), then
+    the file on the fullest worker written again while the workers differ by more than one block, at most `rounds`
+    times (a rewrite lands on a random node). Returns the final blocks per worker."""
+    hosts = sorted(json.loads(lab.nodeRacks()))
+    lab.rewriteFromClient(files, replication)
+    for _ in range(rounds):
+        layout = {f: block_hosts(lab, f) for f in files}
+        f = file_to_respread(layout, hosts)
+        if f is None:
+            break
+        lab.rewriteFromClient([f], replication)
+    counts = node_block_counts({f: block_hosts(lab, f) for f in files}, hosts)
+    if max(counts.values()) - min(counts.values()) > 1:
+        log(f"note: input still uneven after {rounds} rewrites: blocks per worker {counts}")
+    return counts
+
+
 def lab_takes_replication(lab) -> bool:
     """Whether the generator writes the input with the replication asked for. Neither does: both clusters write
     with their default of 2 (one replica on the writer's node, one in the other rack) and set_replication changes
     it afterwards. Written with replication 1, every block stays on the node of the generator's map that wrote it,
     and a generator's few maps ran on two of the four workers in the first try (worker1 and worker4 held all 8
-    blocks): the NameNode dropping the excess replicas instead spreads the input over both racks, as a cluster of
-    many nodes would."""
+    blocks). Lowering the replication afterwards did not spread them either on the container cluster (all 8 blocks
+    stayed on one worker), so there spread_input writes the input again from the client."""
     return False
 
 

@@ -188,3 +188,37 @@ def test_a_run_cut_short_is_reported_from_its_partial_json(tmp_path):
     assert "| 2 | 0.38 ± 0.12 [" in row and "| 150.0 ± 50.0 [" in row and "32 / 8, 10 (8, 2)" in row  # counters summed over runs
     assert "INVALID_ARGUMENT 2" in row and "| 16 / 12 / 4 |" in row and "| 40, 40 |" in row
     assert "| delay | 0 | not run" in text and "replication 1" in text and "10.0 Mbit/s" in text
+
+
+def test_an_input_on_one_worker_is_written_again_until_the_workers_hold_within_one_block(monkeypatch):
+    """spread_input against a lab whose NameNode places each rewritten block on a seeded random worker: the input
+    the generator left on worker1 ends within one block per worker, and only rewrites of files on the fullest
+    worker follow the first full rewrite."""
+    hosts = ["worker1", "worker2", "worker3", "worker4"]
+    files = [f"/in/part-{i}" for i in range(8)]
+
+    class Lab(rl.DockerLab):
+        def __init__(self):
+            self.place = {f: "worker1" for f in files}  # the generator's maps all ran on worker1
+            self.rng = np.random.default_rng(3)
+            self.calls: list[list[str]] = []
+
+        def nodeRacks(self):
+            return '{"worker1": "/r1", "worker2": "/r1", "worker3": "/r2", "worker4": "/r2"}'
+
+        def rewriteFromClient(self, fs, replication):
+            assert replication == 1
+            self.calls.append(list(fs))
+            for f in fs:
+                self.place[f] = hosts[int(self.rng.integers(4))]
+
+    lab = Lab()
+    monkeypatch.setattr(rl, "block_hosts", lambda _lab, f: [{"hosts": [lab.place[f]], "cached": []}])
+    monkeypatch.setattr(rl, "log", lambda msg: None)
+    counts = rl.spread_input(lab, files, 1)
+    assert sum(counts.values()) == 8 and max(counts.values()) - min(counts.values()) <= 1
+    assert lab.calls[0] == files and all(len(c) == 1 for c in lab.calls[1:])
+    layout = {f: [{"hosts": [h]}] for f, h in zip(files, ["worker1"] * 5 + ["worker2"] * 3)}
+    assert rl.file_to_respread(layout, hosts) == files[4]  # the last file on the fullest worker
+    even = {f: [{"hosts": [h]}] for f, h in zip(files, hosts * 2)}
+    assert rl.file_to_respread(even, hosts) is None
