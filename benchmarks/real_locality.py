@@ -41,8 +41,8 @@ trained on that shape.
 
     python docker/cluster.py up --nm-vcores 8 --worker-egress-mbit 5     # 8 vcores: as many maps as YARN places
     .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \\
-        --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 2 \\
-        --seed 1 --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
+        --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 3 \\
+        --seed 3 --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
 """
 
 from __future__ import annotations
