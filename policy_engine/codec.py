@@ -107,7 +107,7 @@ def _job(msg: pb.JobMetadata, where: str) -> JobMetadata:
     )
 
 
-def _unallocated(msg: pb.Resource, where: str) -> Resource:
+def _unallocated(msg: pb.Resource) -> Resource:
     """A node's or the cluster's unallocated resource, a dimension below zero read as none free. YARN's default
     resource calculator (FIFO's, and the CapacityScheduler's unless told otherwise) counts memory only, so a node
     of 4 vcores runs 8 containers of 512 MB and 1 vcore and reports -4 vcores unallocated; an administrator's
@@ -138,7 +138,7 @@ def _node(n: pb.NodeSnapshot) -> Node:
     if not node_id:
         raise InvalidRequest("node.node_id: empty")
     total = _check_resource(n.total) or _resource(n.total, "node.total")
-    unallocated = _unallocated(n.unallocated, "node.unallocated")
+    unallocated = _unallocated(n.unallocated)
     return Node(
         node_id=node_id,
         host=n.host or node_id.split(":", 1)[0],
@@ -183,7 +183,7 @@ def _cluster(c: pb.ClusterSummary) -> ClusterSummary:
         num_nodes=max(c.num_nodes, 0),
         num_racks=max(c.num_racks, 0),
         total=_resource(c.total, "cluster.total"),
-        unallocated=_unallocated(c.unallocated, "cluster.unallocated"),
+        unallocated=_unallocated(c.unallocated),
     )
 
 
