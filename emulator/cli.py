@@ -174,12 +174,15 @@ def cmd_train(args) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {args.out} is a file; it names the directory for checkpoints and the model")
     options = parse_options(args.set)
+    rollouts = _rollouts(args)
     if args.from_log is not None or args.compare_model is not None:
+        if rollouts is not None:
+            raise UsageError("--workers / --ray are for online training, not --from-log")
         return _train_from_log(args, out, options)
     scenario = _scenario(args)
     try:
         result = train(args.algo, scenario, episodes=args.episodes, seed=args.seed, out=args.out,
-                       resume=args.resume, progress=not args.no_progress, options=options)
+                       resume=args.resume, progress=not args.no_progress, options=options, rollouts=rollouts)
     except OptionError as e:  # an unknown or out-of-range --set
         raise UsageError(str(e)) from None
     except ValueError as e:  # a checkpoint from other settings, --resume without one: say so
@@ -189,6 +192,24 @@ def cmd_train(args) -> int:
                             + (f" ({e.filename})" if e.filename and str(e.filename) != args.out else "")) from None
     print(json.dumps(result))
     return 0
+
+
+def _rollouts(args):
+    """--workers / --ray as a RolloutSpec (None when neither was given), checked before anything is built."""
+    from emulator.learners.rollouts import RolloutSpec
+    from emulator.training import algo_spec, parallel_algorithms
+
+    if args.workers is None and args.ray is None:
+        return None
+    workers = 1 if args.workers is None else args.workers
+    if workers < 1:
+        raise UsageError(f"--workers must be at least 1, not {workers}")
+    if args.ray is not None and not args.ray.strip():
+        raise UsageError("--ray takes a Ray cluster address (HOST:PORT, ray://HOST:PORT, auto) or 'local'")
+    if algo_spec(args.algo).parallel:
+        return RolloutSpec(workers, args.ray)
+    raise UsageError(f"--workers / --ray play episodes in parallel for {', '.join(parallel_algorithms())}, "
+                     f"not {args.algo}")
 
 
 def decision_log_options(sp) -> None:
@@ -319,6 +340,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "(--episodes: passes over the log, default 10; the scenario evaluates the table)")
     t.add_argument("--compare-model", metavar="PATH",
                    help="with --from-log: compare the learned table with this one (e.g. online-learned)")
+    t.add_argument("--workers", type=int, metavar="N",
+                   help="rl-fc, rl-lsfc, deeprm-pg: play the episodes in N local processes while the learner "
+                        "updates (default 1: in the learner's process); the same --seed trains the same model with "
+                        "any N. With --ray: how many Ray tasks a local instance runs at once")
+    t.add_argument("--ray", metavar="ADDRESS",
+                   help="play the episodes as Ray tasks on the cluster at ADDRESS (ray://HOST:PORT, HOST:PORT or "
+                        "auto; 'local' starts one on this machine with --workers CPUs); needs "
+                        "pip install 'yarn-rl[ray]'. Same seed, same model as with local workers")
     t.set_defaults(fn=cmd_train)
 
     rp = sub.add_parser("replay", help="decide a decision log's observations again with other policies",

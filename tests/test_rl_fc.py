@@ -268,7 +268,7 @@ def test_served_policy_gives_the_in_process_decisions(model_file):
 
 # ---------------------------------------------------------------- training end to end on the real emulator
 
-TINY = ["--set", "hidden=[16,8]", "--set", "train_samples=20", "--set", "minibatch=10", "--set", "buffer_size=300",
+TINY = ["--set", "rollout_batch=2", "--set", "hidden=[16,8]", "--set", "train_samples=20", "--set", "minibatch=10", "--set", "buffer_size=300",
         "--set", "eval_every=2", "--set", "eval_episodes=2", "--set", "checkpoint_every=2",
         "--set", "baselines=sf-e,random"]
 
@@ -336,17 +336,17 @@ def test_resume_continues_exactly_where_the_run_stopped(tiny_run, tmp_path, monk
     from policy_engine.artifact import load_artifact
 
     straight_dir, straight = tiny_run
-    run = rl_fc.RlFcTrainer.run_episode
+    learn = rl_fc.RlFcTrainer.learn
 
-    def killed_after_two(self):
+    def killed_after_two(self, played):
         if self.episode == 2:
             raise KeyboardInterrupt  # the process dies after the checkpoint of episode 2
-        return run(self)
+        return learn(self, played)
 
-    monkeypatch.setattr(rl_fc.RlFcTrainer, "run_episode", killed_after_two)
+    monkeypatch.setattr(rl_fc.RlFcTrainer, "learn", killed_after_two)
     with pytest.raises(KeyboardInterrupt):
         _train_cli(tmp_path, 4)
-    monkeypatch.setattr(rl_fc.RlFcTrainer, "run_episode", run)
+    monkeypatch.setattr(rl_fc.RlFcTrainer, "learn", learn)
     with pytest.raises(SystemExit, match="other hyper-parameters"):
         _train_cli(tmp_path, 4, "--resume", "--set", "lr=0.5")
     resumed = _train_cli(tmp_path, 4, "--resume")
@@ -369,3 +369,40 @@ def test_remote_episodes_match_in_process(tiny_run):
     local = compare(scenario, ["rl-fc"], 2, 5, models=models, progress=False)
     remote = compare(scenario, ["rl-fc"], 2, 5, models=models, remote="spawn", progress=False)
     assert local["policies"] == remote["policies"]
+
+
+def test_two_worker_processes_and_a_resume_train_the_same_model(tiny_run, tmp_path, monkeypatch):
+    """--workers 2 plays the episodes in two processes: the same seed gives the same model as in one process,
+    also when the run is killed and resumed with another worker count."""
+    import json
+
+    from emulator.learners import rl_fc
+    from policy_engine.artifact import load_artifact
+
+    straight_dir, straight = tiny_run
+    a, _ = load_artifact(straight_dir / "model.safetensors")
+    two = _train_cli(tmp_path / "two", 4, "--workers", "2")
+    assert two["rollouts"] == {"workers": 2, "ray": None} and straight["rollouts"] == {"workers": 1, "ray": None}
+    learn = rl_fc.RlFcTrainer.learn
+
+    def killed_after_two(self, played):
+        if self.episode == 2:
+            raise KeyboardInterrupt
+        return learn(self, played)
+
+    monkeypatch.setattr(rl_fc.RlFcTrainer, "learn", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        _train_cli(tmp_path / "resumed", 4, "--workers", "2")
+    monkeypatch.setattr(rl_fc.RlFcTrainer, "learn", learn)
+    resumed = _train_cli(tmp_path / "resumed", 4, "--resume", "--workers", "3")
+    for run, summary in (("two", two), ("resumed", resumed)):
+        b, _ = load_artifact(tmp_path / run / "model.safetensors")
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=f"{run}: {k}")
+        assert summary["final"] == straight["final"], run
+
+    def rows(d):
+        return [(r["episode"], r["tmdl"], r["loss"]) for r in json.loads((d / "learning-curve.json").read_text())
+                ["episodes"]]
+
+    assert rows(tmp_path / "two") == rows(straight_dir) == rows(tmp_path / "resumed")
