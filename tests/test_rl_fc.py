@@ -406,3 +406,42 @@ def test_two_worker_processes_and_a_resume_train_the_same_model(tiny_run, tmp_pa
                 ["episodes"]]
 
     assert rows(tmp_path / "two") == rows(straight_dir) == rows(tmp_path / "resumed")
+
+
+def test_domain_randomisation_draws_seeded_workloads_within_the_ranges(tmp_path):
+    """demand_scales / rate_scales: every training episode plays a workload drawn from the ranges, the same one for
+    the same (seed, episode); validation stays on the scenario's own workload."""
+    import json
+
+    from emulator.scenario import get_scenario
+    from emulator.scenarios.multicluster import rate_scaled, varied
+    from policy_engine.policy import OptionError
+
+    cfg = RlFcConfig.from_options({"demand_scales": "0.7,1.3", "rate_scales": "[0.8,1.25]"})
+    assert cfg.demand_scales == (0.7, 1.3) and cfg.rate_scales == (0.8, 1.25) and cfg.randomised()
+    draws = [cfg.draw_workload(3, ep) for ep in range(1, 41)]
+    assert draws == [cfg.draw_workload(3, ep) for ep in range(1, 41)] != [cfg.draw_workload(4, ep)
+                                                                          for ep in range(1, 41)]
+    d, r = np.array(draws).T
+    assert 0.7 <= d.min() < 0.8 and 1.2 < d.max() <= 1.3 and 0.8 <= r.min() < 0.9 and 1.15 < r.max() <= 1.25
+    assert RlFcConfig().draw_workload(3, 1) == (1.0, 1.0) and not RlFcConfig().randomised()
+    for bad in ("1.3,0.7", "0,1", "1", "0.5,1,2"):
+        with pytest.raises(OptionError, match="demand_scales takes a range"):
+            RlFcConfig.from_options({"demand_scales": bad})
+    # the varied workloads: more frequent arrivals, larger requests; 1.0 leaves the scenario as it is
+    base = get_scenario("multicluster-uniform")
+    assert varied(base, 1.0, 1.0).describe() == base.describe()
+    assert rate_scaled(base.pattern, 1.25).b == 31 and rate_scaled(base.pattern, 0.8).b == 49
+    assert varied(base, 1.25, 1.0).profile.executors == (62, 438)
+    bern = get_scenario("multicluster-bernoulli").pattern
+    assert rate_scaled(bern, 1.25).rho == pytest.approx(0.1)
+    out = tmp_path / "dr"
+    _train_cli(out, 2, "--set", "demand_scales=0.7,1.3", "--set", "rate_scales=0.8,1.25")
+    rows = json.loads((out / "learning-curve.json").read_text())["episodes"]
+    assert [(r["demand_scale"], r["rate_scale"]) for r in rows] == [tuple(round(x, 4) for x in cfg.draw_workload(3, e))
+                                                                    for e in (1, 2)]
+    with pytest.raises(SystemExit, match="vary RL-FC's own workloads"):
+        from emulator.cli import main
+
+        main(["train", "--scenario", "hetero-elastic-uniform", "--algo", "rl-fc", "--out", str(tmp_path / "x"),
+              "--set", "rate_scales=0.8,1.2"])

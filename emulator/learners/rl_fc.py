@@ -102,6 +102,11 @@ class RlFcConfig:
     # pass per episode as in the paper; the behaviour policy lags the learner by at most 2·rollout_batch-1 episodes.
     # Not the worker count: the same value trains the same model with any --workers.
     rollout_batch: int = 5
+    # Domain randomisation (not in the paper): every training episode draws its executor-request scale and its
+    # arrival-rate scale uniformly from these (lo, hi) ranges (emulator.scenarios.multicluster.varied), seeded by
+    # (seed, episode); validation stays on the scenario's own workload. Empty: the scenario's workload only.
+    demand_scales: tuple[float, ...] = ()
+    rate_scales: tuple[float, ...] = ()
     checkpoint_every: int = 25
     threads: int = 1
 
@@ -116,15 +121,16 @@ class RlFcConfig:
             raise OptionError(f"unknown rl-fc hyper-parameter(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
         values = {**options, **{k: v for k, v in overrides.items() if v is not None}}
         try:
-            for k in ("hidden", "baselines"):
+            for k in ("hidden", "baselines", "demand_scales", "rate_scales"):
                 if k in values:
                     v = values[k]
                     if isinstance(v, str):
-                        v = [x for x in v.split(",") if x]
+                        v = [x for x in v.strip("[]()").split(",") if x]
                     v = v if isinstance(v, (list, tuple)) else [v]
                     if k == "hidden" and not all(str(x).isdigit() for x in v):
                         raise ValueError(f"hidden takes layer sizes like 2000,500, not {values[k]!r}")
-                    values[k] = tuple(int(x) for x in v) if k == "hidden" else tuple(v)
+                    values[k] = (tuple(int(x) for x in v) if k == "hidden" else
+                                 tuple(float(x) for x in v) if k.endswith("_scales") else tuple(v))
             common.check_numbers(fields, values)
             cfg = cls(**values)
             cfg.validate()
@@ -145,6 +151,20 @@ class RlFcConfig:
             raise ValueError("need 0 < minibatch, 0 < train_samples <= buffer_size")
         if self.rollout_batch < 1 or self.eval_every < 1 or self.checkpoint_every < 1:
             raise ValueError("rollout_batch, eval_every and checkpoint_every must be at least 1")
+        for k in ("demand_scales", "rate_scales"):
+            r = getattr(self, k)
+            if r and (len(r) != 2 or not 0 < r[0] <= r[1] or not all(math.isfinite(x) for x in r)):
+                raise ValueError(f"{k} takes a range lo,hi with 0 < lo <= hi (e.g. 0.7,1.3), not {r}")
+
+    def randomised(self) -> bool:
+        return bool(self.demand_scales or self.rate_scales)
+
+    def draw_workload(self, seed: int, episode: int) -> tuple[float, float]:
+        """(demand_scale, rate_scale) of training `episode` (1-based): 1.0 where no range is set."""
+        rng = np.random.default_rng([seed, 2, episode])
+        d = float(rng.uniform(*self.demand_scales)) if self.demand_scales else 1.0
+        r = float(rng.uniform(*self.rate_scales)) if self.rate_scales else 1.0
+        return d, r
 
 
 def epsilon1(episode: int, cfg: RlFcConfig) -> float:
@@ -357,11 +377,18 @@ def play_episode(weights: dict[str, np.ndarray], episode: int) -> dict[str, Any]
     behaviour.eps1 = epsilon1(episode, cfg)
     driver = InProcessDriver(behaviour)
     driver.engine.listeners.append(log.on_event)
+    workload = {}
+    if cfg.randomised():
+        from emulator.scenarios.multicluster import varied
+
+        d, r = cfg.draw_workload(seed, episode)
+        scenario = varied(scenario, d, r)
+        workload = {"demand_scale": round(d, 4), "rate_scale": round(r, 4)}
     metrics = scenario.run_episode(driver, train_seed(cfg, seed, episode - 1))
     states, actions, values = log.knowledge(cfg)
     return {"episode": episode, "eps1": behaviour.eps1, "states": states, "actions": actions, "values": values,
             "decisions": len(log.actions), "tmdl": float(metrics.get("tmdl", math.nan)),
-            "ajdr": float(metrics.get("ajdr", math.nan))}
+            "ajdr": float(metrics.get("ajdr", math.nan)), **workload}
 
 
 def eval_episode(weights: dict[str, np.ndarray] | None, name: str, episode_seed: int) -> dict[str, float]:
@@ -431,7 +458,8 @@ class RlFcTrainer(ReplayRun):
         self.episode = ep
         row = {"episode": ep, "eps1": played["eps1"], "loss": loss, "decisions": played["decisions"],
                "valued": int(len(actions)), "mean_value": float(values.mean()) if len(values) else None,
-               "tmdl": played["tmdl"], "ajdr": played["ajdr"]}
+               "tmdl": played["tmdl"], "ajdr": played["ajdr"],
+               **{k: played[k] for k in ("demand_scale", "rate_scale") if k in played}}
         self.train_rows.append(row)
         return row
 
@@ -499,6 +527,9 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
     """`emulator train --algo rl-fc`: train, evaluate, checkpoint; write the model artifact and learning curve.
     `rollouts`: who plays the episodes (--workers, --ray); the model does not depend on it."""
     cfg = RlFcConfig.from_options(dict(options or {}), episodes=episodes)
+    if cfg.randomised() and type(scenario).__name__ != "RLFCScenario":
+        raise OptionError(f"demand_scales / rate_scales vary RL-FC's own workloads (multicluster-*), not "
+                          f"{scenario.name}")
     ckpt = common.prepare_out(out, CHECKPOINT, resume)
     started = time.perf_counter()
     trainer = RlFcTrainer(scenario, cfg, seed, out)
