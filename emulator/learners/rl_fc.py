@@ -107,6 +107,9 @@ class RlFcConfig:
     # (seed, episode); validation stays on the scenario's own workload. Empty: the scenario's workload only.
     demand_scales: tuple[float, ...] = ()
     rate_scales: tuple[float, ...] = ()
+    # Warm start: an `rl-fc` model artifact whose weights the network starts from (e.g. a shipped model fine-tuned
+    # with domain randomisation); empty: random initial weights.
+    init: str = ""
     checkpoint_every: int = 25
     threads: int = 1
 
@@ -444,6 +447,18 @@ class RlFcTrainer(ReplayRun):
     def worker_setup(self):
         return worker_setup, (self.scenario, self.cfg, self.seed)
 
+    def load_init(self) -> None:
+        """cfg.init's weights into the fresh network; a model of another shape is refused with both shapes."""
+        from policy_engine.artifact import load_artifact
+
+        tensors, _ = load_artifact(self.cfg.init, policy=POLICY_NAME)
+        own = self.net.state_dict()
+        wrong = [f"{k} {tuple(tensors[k].shape) if k in tensors else 'missing'} (need {tuple(v.shape)})"
+                 for k, v in own.items() if k not in tensors or tuple(tensors[k].shape) != tuple(v.shape)]
+        if wrong:
+            raise ValueError(f"init model {self.cfg.init} does not fit this network: {', '.join(wrong)}")
+        self.net.load_state_dict({k: torch.from_numpy(np.array(tensors[k])) for k in own})
+
     # ---------------------------------------------------------------- one episode
 
     def learn(self, played: dict[str, Any]) -> dict[str, Any]:
@@ -537,6 +552,8 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
         trainer.restore(ckpt)
     else:
         trainer.ensure_network()
+        if cfg.init:
+            trainer.load_init()
     trainer.start_rollouts(rollouts)
     try:
         trainer.evaluate_baselines()
