@@ -34,8 +34,8 @@ class RolloutSpec:
         return {"workers": self.workers, "ray": self.ray_address}
 
 
-class _Done:
-    """A finished call's result, shaped like a Future."""
+class _Deferred:
+    """A call run when its result is first asked for, shaped like a Future."""
 
     def __init__(self, fn: Callable, args: tuple):
         self._fn, self._args, self._value, self._ran = fn, args, None, False
@@ -59,8 +59,8 @@ class InlinePool:
         _single_threaded_blas()
         setup(*setup_args)
 
-    def submit(self, fn: Callable, *args: Any) -> _Done:
-        return _Done(fn, args)
+    def submit(self, fn: Callable, *args: Any) -> _Deferred:
+        return _Deferred(fn, args)
 
     def close(self) -> None:
         pass
