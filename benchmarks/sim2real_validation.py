@@ -79,7 +79,7 @@ def plot(splits: dict, path: Path) -> None:
     for ax, (name, s) in zip(np.atleast_1d(axes), splits.items()):
         for r in s["held_out"]:
             for metric, marker in (("job_time_s", "o"), ("makespan_s", "s")):
-                ax.scatter(r[metric], r[f"{metric}_pred"], marker=marker,
+                ax.scatter(r[metric], r[f"{metric}_pred"], marker=marker, zorder=3,
                            color={"fifo": "tab:red", "delay": "tab:blue", "acl": "tab:green",
                                   "clqlmrs": "tab:purple"}.get(r["policy"], "k"),
                            label=f"{r['policy']} {metric[:-2].replace('_', ' ')}")
@@ -87,7 +87,7 @@ def plot(splits: dict, path: Path) -> None:
                  for r in s["held_out"]) * 1.1
         xs = np.linspace(0, hi, 10)
         ax.plot(xs, xs, "k-", lw=0.8)
-        ax.fill_between(xs, xs * 0.75, xs * 1.25, color="0.9", label="±25 %")
+        ax.fill_between(xs, xs * 0.75, xs * 1.25, color="0.9", label="±25 %", zorder=0)
         ax.set_xlabel("measured on the shaped container cluster (s)")
         ax.set_ylabel("calibrated emulator (s)")
         ax.set_title(name.split(":")[0] + ":\n" + name.split(":")[1].strip(), fontsize=9)
