@@ -15,6 +15,9 @@ CRL -0.25, DRL -0.5, NO -1) divided by the episode's number of map tasks (all st
 reduces and for letting the node go. Missed scheduling opportunities are counted as the engine counts them.
 info["metrics"] on the last step: the scenario's metrics (local-task rate, job time, ...).
 reset(options={"episode_seed": s}) runs the simulator episode that the scenario runs for seed s.
+calibration=PATH (a file of `emulator calibrate`) runs the time model fitted to a real cluster and, where the
+keyword arguments give none, its shape (nodes, racks, heartbeat, replication, shaped link); `nodes=...` and the
+other locality scenario parameters build the cluster as the `locality-*` scenarios do.
 """
 
 from __future__ import annotations
