@@ -50,7 +50,8 @@ class LocalityEnv(gym.Env):
             # a calibrated (or otherwise shaped) cluster: built as the locality scenario builds it
             from emulator.scenarios.locality import LocalityScenario
 
-            scenario = LocalityScenario(app, heartbeat_ms=heartbeat_ms, calibration=calibration, **workload)
+            scenario = LocalityScenario(app, heartbeat_ms=None if calibration and heartbeat_ms == 1000 else heartbeat_ms,
+                                        calibration=calibration, **workload)
             self.workload, self.cluster, self.times = scenario.workload, scenario.cluster, scenario.times
         else:
             self.workload = WorkloadConfig(app=app, **workload)

@@ -54,7 +54,7 @@ class LocalityScenario(Scenario):
     default_episodes = 10
     default_policies = ("fifo", "delay", "acl")
 
-    def __init__(self, app: str, heartbeat_ms: int = 1000, nodes: int | None = None, racks: int = 2,
+    def __init__(self, app: str, heartbeat_ms: int | None = None, nodes: int | None = None, racks: int | None = None,
                  node_memory_mb: int | None = None, times: TimeModel | None = None, calibration: str | None = None,
                  **workload: Any):
         self.name = f"locality-{app}"
@@ -63,12 +63,11 @@ class LocalityScenario(Scenario):
 
             given = {"heartbeat_ms": heartbeat_ms, "nodes": nodes, "racks": racks, "node_memory_mb": node_memory_mb,
                      **workload}
-            explicit = {k: v for k, v in given.items() if v is not None and not (k == "heartbeat_ms" and v == 1000)
-                        and not (k == "racks" and v == 2)}
+            explicit = {k: v for k, v in given.items() if v is not None}
             merged = scenario_params(load_calibration(calibration), explicit)
-            heartbeat_ms = int(merged.pop("heartbeat_ms", heartbeat_ms))
+            heartbeat_ms = merged.pop("heartbeat_ms", heartbeat_ms)
             nodes = merged.pop("nodes", nodes)
-            racks = int(merged.pop("racks", racks))
+            racks = merged.pop("racks", racks)
             node_memory_mb = merged.pop("node_memory_mb", node_memory_mb)
             times = merged.pop("times")
             workload = merged
@@ -82,7 +81,8 @@ class LocalityScenario(Scenario):
                 raise ValueError(f"nodes must be at least 2, got {nodes}")
             memory = tuple(int(node_memory_mb) for _ in range(count)) if node_memory_mb is not None else \
                 tuple(memory[i % len(memory)] for i in range(count))
-        self.cluster = ClusterConfig(node_memory_mb=memory, num_racks=int(racks), heartbeat_ms=int(heartbeat_ms))
+        self.cluster = ClusterConfig(node_memory_mb=memory, num_racks=int(2 if racks is None else racks),
+                                     heartbeat_ms=int(1000 if heartbeat_ms is None else heartbeat_ms))
         if "map_memory_mb" in workload and "reduce_memory_mb" not in workload:
             workload["reduce_memory_mb"] = workload["map_memory_mb"]
         self.workload = WorkloadConfig(app=app, **workload)
