@@ -173,3 +173,24 @@ def test_cli_calibrate_writes_a_file_and_refuses_in_one_line(tmp_path, synthetic
     with pytest.raises(CommandExit) as e:
         main(["run", "--scenario", "deeprm", "--policy", "sjf", "--calibration", str(out)])
     assert e.value.code == 2 and "--calibration is for the locality-* scenarios" in capsys.readouterr().err
+
+
+def test_real_locality_prints_the_calibrated_prediction_beside_the_measured(tmp_path, synthetic):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "real_locality", Path(__file__).resolve().parent.parent / "benchmarks" / "real_locality.py")
+    real_locality = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(real_locality)
+    points, shape, _ = load_points([synthetic])
+    cal = {"format": "yarnrl-calibration", "time_model_version": TIME_MODEL_VERSION, "code_version": "x",
+           "times": TRUTH.to_dict(), "shape": shape, "scenario_params": {}}
+    path = write(tmp_path, "cal.json", cal)
+    text = real_locality.calibrated_report(synthetic, path, episodes=3)
+    rows = [line for line in text.splitlines() if line.startswith("| synthetic#")]
+    assert len(rows) == 3 and all("| delay | 3 |" in r for r in rows)
+    assert all("+0%" in r for r in rows)  # TRUTH reproduces its own runs on the fit's seeds
+    other = write(tmp_path, "other.json", {**cal, "shape": {**shape, "worker_egress_mbit": 20.0}})
+    assert real_locality.calibrated_report(synthetic, other) == (
+        "calibrated emulator: not shown (other.json is for another cluster shape: worker_egress_mbit 5.0 vs 20.0)")
