@@ -455,9 +455,6 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def is_finite_doc(doc: dict) -> bool:
-    return all(math.isfinite(v) for v in (doc["max_abs_error"], doc["mean_abs_error"]))
-
 
 # ---------------------------------------------------------------------------------------------- synthetic runs
 

@@ -11,10 +11,10 @@ link does to transfers that share it. Its equations, per job of M maps and R red
                    (AM container launch, JVM start, job set-up, first allocate call)
   map task         t_map = s_task + b / r_l + g * (b / cpu_app + b * rho_app / spill)
                    b: the block read, l: its read level (CL, DL, CRL, DRL, NO), g: the cluster's CPU factor;
-                   r_l = read_mb_s[l] for a local read; for a read from another node over a shaped link of
-                   L MB/s (worker egress, `remote_read_mb_s`):  r_l = min(read_mb_s[l], k * L / (1 + m))
-                   with k the link efficiency and m the remote reads already in flight from the same source node
-                   (they share its egress; the rate is fixed when the read starts)
+                   r_l = read_mb_s[l] for a local read; a read from another node over a shaped link of L MB/s
+                   (worker egress, `remote_read_mb_s`) is a flow on its source node's egress of rate k * L (k: the
+                   link efficiency), processor-shared with the other reads leaving that node (n in flight: k L / n
+                   each; SharedLink)
   reduce task      t_red = s_task + shuffle + g * S / cpu_red + write,   S = M * b * rho_app / R
                    shuffle: unshaped S / shuffle_mb_s; shaped: max over the other nodes n of
                    out_n / (k * L), out_n = map output on node n for this reducer (the nodes send in parallel)
@@ -89,14 +89,14 @@ class TimeModel:
             d["read_mb_s"] = tuple(float(x) for x in d["read_mb_s"])
         return cls(**d)
 
-    def read_rates(self, link_mb_s: float | None, sharing: int = 0) -> np.ndarray:
-        """Per-level read rates; reads from another node (CRL, DRL, NO) capped by a shaped link shared by
-        `sharing` other reads."""
+    def read_rates(self, link_mb_s: float | None) -> np.ndarray:
+        """Per-level read rates; reads from another node (CRL, DRL, NO) capped by a shaped link alone on it (the
+        emulator shares a link among its reads with SharedLink)."""
         rates = np.asarray(self.read_mb_s, dtype=float)
         if link_mb_s is None:
             return rates
         rates = rates.copy()
-        rates[2:] = np.minimum(rates[2:], self.link_efficiency * float(link_mb_s) / (1 + max(sharing, 0)))
+        rates[2:] = np.minimum(rates[2:], self.link_efficiency * float(link_mb_s))
         return rates
 
 
