@@ -869,7 +869,7 @@ def calibrated_report(results: Path, calibration: Path, episodes: int = 5) -> st
                                       residual_table)
 
     try:
-        doc = load_calibration(calibration, warn=lambda m: None)
+        doc = load_calibration(calibration, warn=log)
         points, shape, _ = load_points([results])
     except CalibrationError as e:
         return f"calibrated emulator: not shown ({e})"
