@@ -130,6 +130,30 @@ class DeepRMSimulation:
         self._cluster_ts = 1_700_000_000_000 + self.seed % 1_000_000_000
         self._arrive()
 
+    @classmethod
+    def from_jobs(cls, config: DeepRMConfig, jobs: list[tuple[int, int, int, int]], seed: int = 0):
+        """A simulation of a scripted job set: (arrival step, length in steps, memory units, vcore units) per job,
+        in arrival order (the sim == real tests and the plugin's DeepRM integration test)."""
+        sim = cls(config, seed)
+        arrival = [int(j[0]) for j in jobs]
+        if arrival != sorted(arrival) or any(a < 0 for a in arrival):
+            raise ValueError("scripted jobs must come in arrival order, at steps >= 0")
+        n = len(jobs)
+        sim.arrival = np.asarray(arrival, dtype=np.int64)
+        sim.length = np.asarray([int(j[1]) for j in jobs], dtype=np.int64)
+        sim.demand = np.asarray([[int(j[2]), int(j[3])] for j in jobs], dtype=np.int64).reshape(n, 2)
+        if (sim.length < 1).any() or (sim.demand < 0).any():
+            raise ValueError("scripted jobs need lengths >= 1 and demands >= 0")
+        sim.start = np.full(n, -1, dtype=np.int64)
+        sim.finish = np.full(n, -1, dtype=np.int64)
+        sim.node_of = np.zeros(n, dtype=np.int64)
+        sim.num_jobs = n
+        sim.slots = [None] * sim.spec.num_slots
+        sim.backlog.clear()
+        sim.next_arrival = sim.done_jobs = sim.dropped = 0
+        sim._arrive()
+        return sim
+
     # ------------------------------------------------------------------ dynamics
 
     def _arrive(self) -> None:

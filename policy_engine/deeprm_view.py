@@ -224,6 +224,7 @@ class DeepRMView:
             if ask.num_containers <= 0:
                 continue
             app = ask.application_id
+            self.length_ms(ask)   # the tag holds for all the application's containers
             if app in self.admitted:
                 n = min(ask.num_containers, ask.resource.max_copies_in(free))
                 if n > 0:
@@ -231,7 +232,6 @@ class DeepRMView:
                     free = free.minus(ask.resource, n)
             elif app not in waiting:
                 waiting[app] = ask
-                self.length_ms(ask)
                 if app not in self.resource:
                     self.resource.put(app, ask.resource)
         # jobs gone without this engine's decision free their slots, which take the backlog's first jobs
