@@ -80,6 +80,47 @@ def predict(args, policy: str, seeds: list[int], nodes: int | None = None, image
             "per_run_slowdown": [r["slowdown"] for r in runs], "dropped": sum(r["dropped"] for r in runs)}
 
 
+def emulator_starts(args, policy: str, seed: int) -> list[int]:
+    """Each job's start step in the emulator (plugin-shaped heartbeats, as the `deeprm` scenario with
+    heartbeats=yarn drives them; one node when --workers 1)."""
+    sim = DeepRMSimulation(config(args), seed)
+    nodes = args.workers
+    with make_driver(policy, model=str(MODEL) if policy == "deeprm-pg" else None) as d:
+        while not sim.done and not sim.truncated:
+            for i in range(nodes):
+                node = (sim.t + i) % nodes
+                if sim.any_waiting_fits(node):
+                    sim.apply_yarn(d.schedule(sim.observe_yarn(node)), node)
+            sim.advance()
+            events = sim.take_events()
+            if events:
+                d.report(events)
+    return [int(x) for x in sim.start]
+
+
+def agreement(args, policy: str, seed: int, rows: list[dict], start_ms: int | None = None) -> dict:
+    """How closely the real run followed the emulator: each job's real start step (its container's launch,
+    counted from the stream's start in --step-ms) against the emulator's start step for the same job."""
+    jobs = stream(args, seed)
+    emu = emulator_starts(args, policy, seed)
+    by_name = {r["name"]: r for r in rows if r.get("done") and r.get("launch")}
+    if not by_name:
+        return {}
+    if start_ms:
+        t0 = start_ms
+    else:   # runs before the submitter printed its start: the first submission as the stream's start
+        first = min(by_name.values(), key=lambda r: r["submit"])
+        t0 = first["submit"] - next(j["offset_ms"] for j in jobs if j["name"] == first["name"])
+    diffs = []
+    for j, e in zip(jobs, emu):
+        r = by_name.get(j["name"])
+        if r is not None and e >= 0:
+            diffs.append((r["launch"] - t0) / args.step_ms - e)
+    d = np.asarray(diffs)
+    return {"jobs": int(d.size), "same_step": float(np.mean(np.abs(d) < 0.5)),
+            "within_1_step": float(np.mean(np.abs(d) < 1.5)), "mean_delay_steps": float(d.mean())}
+
+
 def mapping_study(args) -> dict:
     """Node vs pooled image on 1, 2 and 4 nodes (emulator, 20 job sets each): what the many-nodes mapping costs."""
     seeds = list(range(args.seed, args.seed + 20))
@@ -118,6 +159,9 @@ class RealCluster:
         self.args, self.log = args, log
         spec = ClusterSpec(name=args.name, workers=args.workers, racks=1, policy="fifo", nn_port=0, rm_port=0,
                            metrics_port=0, grpc_port=0, nm_memory_mb=RES_SLOT * args.unit_mb, nm_vcores=RES_SLOT,
+                           # 200 ms, not the cluster's 50: a fallback schedules FIFO, which would blur the comparison
+                           # on two cores shared with the cluster's JVMs (fallbacks are counted per run)
+                           engine_deadline_ms=200,
                            rm_properties={"yarn.scheduler.maximum-allocation-vcores": str(RES_SLOT),
                                           "yarn.scheduler.maximum-allocation-mb": str(RES_SLOT * args.unit_mb)})
         self.cluster = Cluster(spec)
@@ -157,10 +201,13 @@ class RealCluster:
         if proc.returncode != 0:
             raise RuntimeError(f"SleepJobs failed: {proc.stderr[-2000:]}")
         ids = {}
+        start_ms = None
         for line in proc.stdout.splitlines():
             parts = line.split()
             if parts and parts[0] == "submitted":
                 ids[parts[2]] = parts[1]
+            elif parts and parts[0] == "start":
+                start_ms = int(parts[1])
         by_name = {j["name"]: j for j in jobs}
         deadline = time.time() + self.args.drain_s
         apps: dict = {}
@@ -187,11 +234,20 @@ class RealCluster:
                          "wait_ms": (a.get("launchTime") or a["finishedTime"]) - a["startedTime"],
                          "long": j["steps"] >= 10})
         done = [r for r in rows if r["done"]]
-        res = {"jobs": len(jobs), "submitted": len(ids), "completed": len(done),
+        late = [r["submit"] - start_ms - by_name[r["name"]]["offset_ms"] for r in done] if start_ms else []
+        res = {"jobs": len(jobs), "submitted": len(ids), "completed": len(done), "stream_start_ms": start_ms,
+               # how late each job was submitted against the stream (the submitter's own delay), ms
+               "submit_late_ms": {"mean": float(np.mean(late)), "max": float(np.max(late))} if late else None,
                "exit0": sum(1 for r in done if r["exit0"]),
                "slowdown": float(np.mean([r["slowdown"] for r in done])) if done else float("nan"),
                "job_time_s": float(np.mean([r["job_ms"] for r in done])) / 1000 if done else float("nan"),
                "wait_s": float(np.mean([r["wait_ms"] for r in done])) / 1000 if done else float("nan"),
+               # what the emulator does not model: launch to finish beyond the sleep (container start, the exit
+               # reaching the RM), and the slowdown a job would have with no waiting at all
+               "overhead_s": float(np.mean([(r["finish"] - r["launch"] - r["runtime_ms"]) for r in done
+                                            if r["launch"]])) / 1000 if done else float("nan"),
+               "unqueued_slowdown": float(np.mean([(r["finish"] - r["launch"]) / r["runtime_ms"] for r in done
+                                                   if r["launch"]])) if done else float("nan"),
                "engine_decisions": self.cluster.engine_metric("yarnrl_decisions_total") - decisions0,
                "estimates": self.cluster.engine_metric("yarnrl_deeprm_runtime_estimates_total"),
                "fallbacks": {k: jmx1.get(k, 0) - jmx0.get(k, 0) for k in jmx1
@@ -199,6 +255,23 @@ class RealCluster:
                "jobs_detail": rows}
         (workdir / f"{label}.json").write_text(json.dumps(res, indent=1))
         return res
+
+
+def analyze(args, policies: list[str], workdir: Path) -> dict:
+    """Per policy, the real runs' start steps against the emulator's (from a docker run's per-run files)."""
+    out = {}
+    for p in policies:
+        rows = []
+        for seed in [args.seed + r for r in range(args.runs)]:
+            f = workdir / f"{p}-seed{seed}.json"
+            if f.exists():
+                run = json.loads(f.read_text())
+                rows.append(agreement(args, p, seed, run["jobs_detail"], run.get("stream_start_ms")))
+        rows = [r for r in rows if r]
+        if rows:
+            out[p] = {k: float(np.mean([r[k] for r in rows])) for k in ("same_step", "within_1_step",
+                                                                        "mean_delay_steps")}
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- report
@@ -260,6 +333,9 @@ def main(argv=None) -> int:
     ap.add_argument("--name", default="deeprm-real", help="container cluster name (default deeprm-real)")
     ap.add_argument("--mapping", action="store_true", help="also the node vs pooled image study (emulator)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--analyze", type=Path, metavar="WORKDIR",
+                    help="only compare a finished docker run's per-run files (its work directory) with the emulator's "
+                         "start steps and add that to deeprm_real-docker.json")
     args = ap.parse_args(argv)
     policies = [p for p in args.policies.split(",") if p]
     unknown = [p for p in policies if p not in LABEL]
@@ -267,6 +343,13 @@ def main(argv=None) -> int:
         ap.error(f"unknown policies {unknown} (choose from {', '.join(POLICIES)}) or --runs < 1")
     args.out.mkdir(parents=True, exist_ok=True)
     seeds = [args.seed + r for r in range(args.runs)]
+    if args.analyze is not None:
+        path = args.out / "deeprm_real-docker.json"
+        result = json.loads(path.read_text())
+        result["start_agreement"] = analyze(args, policies, args.analyze)
+        path.write_text(json.dumps(result, indent=1))
+        print(json.dumps(result["start_agreement"]))
+        return 0
 
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -281,6 +364,12 @@ def main(argv=None) -> int:
         result["mapping"] = mapping_study(args)
     runs_done = 0
     if args.cluster == "docker":
+        import signal
+
+        def stop(*_):
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, stop)   # a background job ignores SIGINT: TERM also ends with the teardown
         workdir = Path(tempfile.mkdtemp(prefix="deeprm-real-"))
         real = RealCluster(args, log)
         per: dict = {p: [] for p in policies}
@@ -296,6 +385,8 @@ def main(argv=None) -> int:
                         f"{res['completed']}/{res['jobs']} done, decisions {res['engine_decisions']:.0f}, "
                         f"fallbacks {res['fallbacks']}")
                     per[p].append({k: v for k, v in res.items() if k != "jobs_detail"} | {"seed": seed})
+                    (args.out / "runs").mkdir(exist_ok=True)
+                    (args.out / "runs" / f"{p}-seed{seed}.json").write_text(json.dumps(res))
                     result["per_run"] = per
                     partial = args.out / "deeprm_real-docker.partial.json"
                     partial.write_text(json.dumps(result, indent=1))
@@ -304,6 +395,7 @@ def main(argv=None) -> int:
             log("interrupted: reporting the runs done so far")
         finally:
             real.down()
+        result["start_agreement"] = analyze(args, policies, args.out / "runs")
         for p in policies:
             rs = [x for x in per[p] if x["completed"]]
             if not rs:
@@ -313,6 +405,7 @@ def main(argv=None) -> int:
                 slowdown=float(np.mean(sl)), slowdown_std=float(np.std(sl)),
                 job_time_s=float(np.mean([x["job_time_s"] for x in rs])),
                 wait_s=float(np.mean([x["wait_s"] for x in rs])), runs=len(rs),
+                overhead_s=float(np.mean([x.get("overhead_s", float("nan")) for x in rs])),
                 completed=sum(x["completed"] for x in rs), jobs=sum(x["jobs"] for x in rs),
                 engine_decisions=sum(x["engine_decisions"] for x in rs))
     result["runs_done"] = runs_done if args.cluster == "docker" else len(seeds)
