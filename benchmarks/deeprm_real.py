@@ -157,13 +157,22 @@ class RealCluster:
         from cluster import Cluster, ClusterSpec
 
         self.args, self.log = args, log
+        rm = {"yarn.scheduler.maximum-allocation-vcores": str(RES_SLOT),
+              "yarn.scheduler.maximum-allocation-mb": str(RES_SLOT * args.unit_mb)}
+        if args.scheduler == "capacity":
+            # RlCapacityScheduler with DominantResourceCalculator: RlScheduler is FifoScheduler's bookkeeping, whose
+            # DefaultResourceCalculator normalizes every request to 1 vcore, so vcores would not be a resource there
+            rm.update({"yarn.resourcemanager.scheduler.class": "org.yarnrl.yarn.RlCapacityScheduler",
+                       "yarn.scheduler.capacity.resource-calculator":
+                           "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator",
+                       "yarn.scheduler.capacity.maximum-am-resource-percent": "1.0",   # every job is its own AM
+                       "yarn.scheduler.capacity.root.default.yarnrl.engine.enabled": "true"})
         spec = ClusterSpec(name=args.name, workers=args.workers, racks=1, policy="fifo", nn_port=0, rm_port=0,
                            metrics_port=0, grpc_port=0, nm_memory_mb=RES_SLOT * args.unit_mb, nm_vcores=RES_SLOT,
                            # 200 ms, not the cluster's 50: a fallback schedules FIFO, which would blur the comparison
                            # on two cores shared with the cluster's JVMs (fallbacks are counted per run)
                            engine_deadline_ms=200,
-                           rm_properties={"yarn.scheduler.maximum-allocation-vcores": str(RES_SLOT),
-                                          "yarn.scheduler.maximum-allocation-mb": str(RES_SLOT * args.unit_mb)})
+                           rm_properties=rm)
         self.cluster = Cluster(spec)
 
     def up(self, workdir: Path) -> None:
@@ -331,6 +340,11 @@ def main(argv=None) -> int:
     ap.add_argument("--unit-mb", type=int, default=256, help="memory of one DeepRM unit (default 256 MB)")
     ap.add_argument("--drain-s", type=float, default=400, help="the longest wait for a run's jobs to finish")
     ap.add_argument("--name", default="deeprm-real", help="container cluster name (default deeprm-real)")
+    ap.add_argument("--scheduler", choices=["capacity", "fifo"], default="capacity",
+                    help="capacity: RlCapacityScheduler with DominantResourceCalculator (memory and vcores both "
+                         "enforced; default); fifo: RlScheduler, where FIFO's DefaultResourceCalculator makes every "
+                         "container 1 vcore (memory the only resource YARN counts)")
+    ap.add_argument("--stop-at", metavar="HH:MM", help="start no run after this UTC time; report the runs done")
     ap.add_argument("--mapping", action="store_true", help="also the node vs pooled image study (emulator)")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--analyze", type=Path, metavar="WORKDIR",
@@ -354,7 +368,7 @@ def main(argv=None) -> int:
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
-    result: dict = {"cluster": args.cluster, "workers": args.workers, "load": args.load, "step_ms": args.step_ms,
+    result: dict = {"cluster": args.cluster, "scheduler": args.scheduler, "workers": args.workers, "load": args.load, "step_ms": args.step_ms,
                     "simu_len": args.simu_len, "unit_mb": args.unit_mb, "seeds": seeds, "policies": {}}
     for p in policies:
         pred = predict(args, p, seeds)
@@ -371,11 +385,15 @@ def main(argv=None) -> int:
 
         signal.signal(signal.SIGTERM, stop)   # a background job ignores SIGINT: TERM also ends with the teardown
         workdir = Path(tempfile.mkdtemp(prefix="deeprm-real-"))
+        runs_dir = f"runs-{args.scheduler}"
         real = RealCluster(args, log)
         per: dict = {p: [] for p in policies}
         try:
             real.up(workdir)
             for r, seed in enumerate(seeds):
+                if args.stop_at and time.strftime("%H:%M", time.gmtime()) >= args.stop_at:
+                    log(f"--stop-at {args.stop_at}: no more runs ({r} done)")
+                    break
                 jobs = stream(args, seed)
                 for p in policies:
                     log(f"run {r + 1}/{len(seeds)} (seed {seed}, {len(jobs)} jobs): {p}")
@@ -385,17 +403,17 @@ def main(argv=None) -> int:
                         f"{res['completed']}/{res['jobs']} done, decisions {res['engine_decisions']:.0f}, "
                         f"fallbacks {res['fallbacks']}")
                     per[p].append({k: v for k, v in res.items() if k != "jobs_detail"} | {"seed": seed})
-                    (args.out / "runs").mkdir(exist_ok=True)
-                    (args.out / "runs" / f"{p}-seed{seed}.json").write_text(json.dumps(res))
+                    (args.out / runs_dir).mkdir(exist_ok=True)
+                    (args.out / runs_dir / f"{p}-seed{seed}.json").write_text(json.dumps(res))
                     result["per_run"] = per
-                    partial = args.out / "deeprm_real-docker.partial.json"
+                    partial = args.out / f"deeprm_real-docker-{args.scheduler}.partial.json"
                     partial.write_text(json.dumps(result, indent=1))
                 runs_done += 1
         except KeyboardInterrupt:
             log("interrupted: reporting the runs done so far")
         finally:
             real.down()
-        result["start_agreement"] = analyze(args, policies, args.out / "runs")
+        result["start_agreement"] = analyze(args, policies, args.out / runs_dir)
         for p in policies:
             rs = [x for x in per[p] if x["completed"]]
             if not rs:
@@ -414,7 +432,8 @@ def main(argv=None) -> int:
     if all("slowdown" in result["policies"][p] for p in policies):
         result["real_ranking"] = sorted(policies, key=lambda p: result["policies"][p]["slowdown"])
         result["ranking_preserved"] = result["real_ranking"] == emu_rank
-    name = f"deeprm_real-{args.cluster}"
+    name = f"deeprm_real-{args.cluster}" + ("-rlscheduler" if args.cluster == "docker" and args.scheduler == "fifo"
+                                             else "")
     (args.out / f"{name}.json").write_text(json.dumps(result, indent=1))
     (args.out / f"{name}.md").write_text(table(result) + "\n")
     try:
