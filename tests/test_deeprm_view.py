@@ -74,11 +74,11 @@ def test_the_learned_policy_decides_differently_from_sjf_on_plugin_heartbeats():
 
 def test_scripted_jobs_start_in_the_policys_order():
     # what yarn_plugin DeepRmIT runs on a real YARN: a blocker, then short and long jobs waiting behind it
-    jobs = [[0, 4, 20, 20], [1, 14, 6, 1], [1, 2, 5, 2], [1, 1, 5, 1], [2, 12, 8, 2], [2, 3, 2, 9], [2, 2, 9, 1]]
+    jobs = [[0, 4, 20, 1], [1, 14, 6, 1], [1, 2, 5, 1], [1, 1, 5, 1], [2, 12, 8, 1], [2, 3, 2, 1], [2, 2, 9, 1]]
     pg = waves(start_steps(jobs, "deeprm-pg", str(MODEL)))
-    assert pg[0] == [0] and pg[1] == [2, 3, 6]           # short jobs first when the blocker ends ...
+    assert pg == [[0], [2, 5, 6], [1, 3], [4]]           # short jobs first when the blocker ends ...
     assert waves(start_steps(jobs, "fifo"))[1] == [1, 2, 3, 5]   # ... where FIFO takes them in submission order
-    assert pg[-1] == [4]                                 # and the long job 4 is held back to the end
+    assert start_steps(jobs, "deeprm-pg", str(MODEL))[4] == 18    # and the long job 4 is held back to the end
     assert start_steps(jobs, "deeprm-pg", str(MODEL), heartbeats="deeprm") == start_steps(jobs, "deeprm-pg",
                                                                                           str(MODEL))
 

@@ -44,9 +44,13 @@ import org.junit.jupiter.api.Test;
  */
 class DeepRmIT {
   private static final long STEP_MS = 2000;
-  /** [arrival step, length in steps, memory units, vcore units]: the jobs of tests/test_deeprm_view.py's script. */
+  /**
+   * [arrival step, length in steps, memory units, vcore units]: the jobs of tests/test_deeprm_view.py's script. One
+   * vcore each: RlScheduler keeps FifoScheduler's DefaultResourceCalculator, which makes every container 1 vcore,
+   * so memory is the resource that binds here (benchmarks/deeprm_real.py runs both on RlCapacityScheduler + DRF).
+   */
   private static final int[][] JOBS = {
-      {0, 4, 20, 20}, {1, 14, 6, 1}, {1, 2, 5, 2}, {1, 1, 5, 1}, {2, 12, 8, 2}, {2, 3, 2, 9}, {2, 2, 9, 1}};
+      {0, 4, 20, 1}, {1, 14, 6, 1}, {1, 2, 5, 1}, {1, 1, 5, 1}, {2, 12, 8, 1}, {2, 3, 2, 1}, {2, 2, 9, 1}};
   private static final int UNIT_MB = 256;
 
   static {
