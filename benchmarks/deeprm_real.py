@@ -316,8 +316,9 @@ def plot(result: dict, path: Path) -> None:
             ax.errorbar(x - 0.2, real, yerr=err, fmt="none", color="k", capsize=3)
         ax.set_xticks(x, [LABEL[p] for p in pols])
         ax.set_title(title)
-        ax.legend()
-    fig.suptitle(f"DeepRM stream on YARN: {result['workers']} node(s), load {result['load']}, "
+        ax.legend(loc="lower right", framealpha=0.9)
+    sched = {"capacity": "RlCapacityScheduler + DRF", "fifo": "RlScheduler"}.get(result.get("scheduler"), "")
+    fig.suptitle(f"DeepRM stream on YARN ({sched}): {result['workers']} node(s), load {result['load']}, "
                  f"step {result['step_ms']} ms, {result['runs_done']} run(s)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
