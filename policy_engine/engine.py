@@ -214,6 +214,17 @@ class EngineMetrics:
                                registry=self.registry)
         self.unauthenticated = Counter("yarnrl_unauthenticated", "RPCs refused for a missing or wrong bearer "
                                        "token (--token-file)", registry=self.registry)
+        # Shadow mode (ScheduleRequest.shadow): the engine's decision is not applied; YARN's placements come back as
+        # ContainerStarted events naming the decision (policy_engine/shadow.py).
+        self.shadow_decisions = Counter("yarnrl_shadow_decisions", "Shadow-mode decisions (answered, not applied)",
+                                        registry=self.registry)
+        self.shadow_containers = Counter(
+            "yarnrl_shadow_containers", "Shadow mode: containers by who placed them (engine: what it would have "
+            "placed; yarn: what YARN placed on the same heartbeats) and locality", ["placed_by", "locality"],
+            registry=self.registry)
+        self.shadow_placements = Counter(
+            "yarnrl_shadow_placements", "ContainerStarted events matched to a shadow decision, by whether the "
+            "engine had chosen the same node for that ask (agree) or not", ["outcome"], registry=self.registry)
         # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
         self._decided: dict[tuple[str, str], Any] = {}
         self._placed: dict[Locality, Any] = {}

@@ -336,7 +336,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
                 reuse_port: bool = False, decision_log: str | None = None,
                 log_rotate_mb: float | None = None, security: ServerSecurity | None = None,
                 model_path: str | None = None, rebuild=None, watch_s: float | None = None,
-                forward_sighup: tuple[int, ...] = ()) -> None:
+                forward_sighup: tuple[int, ...] = (), ui_port: int | None = None, ui_host: str = "127.0.0.1",
+                ui_tls: tuple[str, str] | None = None, rm_address: str | None = None) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled).
 
     `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations, and
@@ -347,6 +348,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     `security`: TLS / mTLS credentials and the bearer token every RPC must carry (None: plaintext, no token).
     `model_path` + `rebuild(path) -> Policy`: SIGHUP reloads the model (and every `watch_s` seconds when the file
     changed); `forward_sighup`: pids (the other --workers) that get the SIGHUP too.
+    `ui_port`: serve the live console (policy_engine.console) on `ui_host`, on its own thread, with the engine's
+    token and `ui_tls` (cert, key files); `rm_address`: the RM's web address the console reads the plugin's JMX from.
     """
     security = security or ServerSecurity()
     metrics = EngineMetrics()
@@ -396,6 +399,13 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         from prometheus_client import start_http_server
 
         start_http_server(metrics_port, addr=host if ":" not in host else "::", registry=metrics.registry)
+    console_server = None
+    if ui_port is not None:
+        from policy_engine.console import Console, ConsoleServer
+
+        console = Console(engine, metrics, rm_address=rm_address, security_desc=security.describe())
+        console_server = ConsoleServer(console, ui_host, ui_port, token=security.token,
+                                       certfile=ui_tls[0] if ui_tls else None, keyfile=ui_tls[1] if ui_tls else None)
     warmed = warm_up(policy)
     log.info("decision path warmed up in %.1f ms", warmed * 1000)
     await server.start()
@@ -410,6 +420,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     print(f"policy-engine: policy={policy.name} model={policy.model_version or '-'} listening on {host}:{bound}"
           + (f" metrics=http://{host}:{metrics_port}/metrics" if metrics_port is not None else "")
           + f" security={security.describe()}", flush=True)
+    if console_server is not None:
+        console_server.start()
+        print(f"policy-engine: console={console_server.url}", flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -424,6 +437,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         from policy_engine.reload import ModelReloader
 
         reloader = ModelReloader(engine, model_path, rebuild, metrics)
+        if console_server is not None:
+            reloader.on_result = console_server.console.record_reload
         if watch_s:
             tasks.append(asyncio.ensure_future(reloader.watch(watch_s)))
 
@@ -446,6 +461,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     if ready is not None:
         ready.port = bound  # type: ignore[attr-defined]
         ready.reloader = reloader  # type: ignore[attr-defined]
+        ready.console = console_server  # type: ignore[attr-defined]
         ready.set()
     try:
         await stop.wait()
@@ -455,6 +471,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
             task.cancel()
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace_s)
+        if console_server is not None:
+            await asyncio.to_thread(console_server.close)
         if locator is not None:
             locator.close()
         await asyncio.to_thread(engine.close)  # the learner's final save: file I/O, off the event loop
