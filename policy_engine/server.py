@@ -56,6 +56,8 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 # A Report answers once the online learner has taken its events in (so the caller's next Schedule sees what was
 # learned; the emulator's remote mode relies on it), or after this long when the learner is behind.
 REPORT_WAIT_S = 0.5
+# ScheduleResponse.shadow = true (field 20, varint): appended to a shadow request's answer (fields in number order)
+SHADOW_ANSWER = b"\xa0\x01\x01"
 
 
 class _Refused(Exception):
@@ -77,7 +79,9 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         engine, policy = self.engine, self.engine.policy
         obs = decode_schedule(req)
         decision, decision_id = engine.schedule_logged(obs)
-        return encode_schedule_decision(decision, obs.request_id, decision_id, policy.name, policy.model_version)
+        resp = encode_schedule_decision(decision, obs.request_id, decision_id, policy.name, policy.model_version)
+        resp.shadow = obs.shadow
+        return resp
 
     def schedule_bytes(self, data: bytes) -> bytes:
         """Schedule and ScheduleStream receive serialized requests and answer serialized responses (see
@@ -89,8 +93,9 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         else:
             obs, raw = self._decoder.decode(data), data
         decision, decision_id = engine.schedule_logged(obs, raw)
-        return encode_schedule_decision_bytes(decision, obs.request_id, decision_id, policy.name,
+        data = encode_schedule_decision_bytes(decision, obs.request_id, decision_id, policy.name,
                                               policy.model_version)
+        return data + SHADOW_ANSWER if obs.shadow else data
 
     def route_message(self, req: pb.RouteRequest) -> pb.RouteResponse:
         engine, policy = self.engine, self.engine.policy
