@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from policy_engine.cli import start_engine_subprocess
+
+MODEL = Path(__file__).resolve().parents[1] / "models" / "clqlmrs-mini.safetensors"
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -54,7 +57,7 @@ def _total(metrics, name: str, **labels) -> float:
 
 def _emulator(target: str, *extra: str) -> None:
     r = subprocess.run([sys.executable, "-m", "emulator.cli", "run", "--scenario", "locality-wordcount",
-                        "--policy", "delay", "--remote", target, "--episodes", "1", "--no-progress", "--json",
+                        "--policy", "clqlmrs", "--remote", target, "--episodes", "1", "--no-progress", "--json",
                         *extra], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
 
@@ -71,7 +74,9 @@ def _wait(predicate, timeout: float = 15.0, what: str = "") -> None:
 @pytest.fixture
 def console(tmp_path):
     metrics_port = _free_port()
-    proc, target = start_engine_subprocess("delay", ["--metrics-port", str(metrics_port), "--ui-port", "0"])
+    # CLQLMRS with a model: the page shows its version and checksum, and its online learner
+    proc, target = start_engine_subprocess("clqlmrs", ["--model", str(MODEL), "--metrics-port", str(metrics_port),
+                                                       "--ui-port", "0"])
     url = None
     for line in proc.stdout:
         if "console=" in line:
@@ -85,7 +90,7 @@ def console(tmp_path):
         opts.add_argument(arg)
     driver = webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
     try:
-        yield driver, url, target, metrics_port
+        yield driver, url, target, metrics_port, proc
     finally:
         driver.quit()
         proc.terminate()
@@ -102,10 +107,15 @@ def _bar(driver, element_id: str) -> dict[str, float]:
 
 
 def test_console_shows_what_metrics_show_and_updates_and_shadow_mixes(console, tmp_path):
-    driver, url, target, metrics_port = console
+    driver, url, target, metrics_port, proc = console
+    from policy_engine.artifact import load_artifact
+
+    meta = load_artifact(str(MODEL), policy="clqlmrs")[1]
     driver.get(url)
     _wait(lambda: _text(driver, "status") == "live", what="the page to poll /api/state")
-    assert _text(driver, "policy") == "delay"
+    assert _text(driver, "policy") == "clqlmrs"
+    assert _text(driver, "model-checksum") == meta["checksum"]
+    assert meta["checksum"][:12] in _text(driver, "model-version")
     assert _text(driver, "decisions-total") == "0"
     assert not driver.find_element(By.ID, "shadow").is_displayed()  # no shadow traffic yet
     first_update = driver.find_element(By.TAG_NAME, "body").get_attribute("data-updated")
@@ -121,11 +131,17 @@ def test_console_shows_what_metrics_show_and_updates_and_shadow_mixes(console, t
     engine_mix = _bar(driver, "mix-engine")
     assert engine_mix == {loc: _total(m, "yarnrl_assigned_containers_total", locality=loc) for loc in LOCS}
     assert sum(engine_mix.values()) > 0
-    assert _text(driver, "learner") == "this policy does not learn online"
+    learner = _text(driver, "learner")
+    assert learner.startswith("queue ") and int(learner.split("updates ")[1].split(",")[0]) > 0
     assert "not watched" in _text(driver, "rm-status")
     # latency: a number in ms, and the rate chart has drawn a line
     assert float(_text(driver, "latency-p99")) >= float(_text(driver, "latency-p50")) > 0
     _wait(lambda: driver.find_elements(By.CSS_SELECTOR, "#chart-rate path"), what="the decisions/s line")
+
+    # a reload (the same file: "unchanged") lands in the page's reload history
+    proc.send_signal(signal.SIGHUP)
+    _wait(lambda: "SIGHUP" in _text(driver, "reloads") and "unchanged" in _text(driver, "reloads"),
+          what="the reload in the history")
 
     # shadow mode: the engine asked, YARN's stand-in (fifo) placing, placements reported with the decision id
     _emulator(target, "--shadow", "fifo")

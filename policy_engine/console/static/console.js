@@ -4,6 +4,9 @@ const LOCS = ["cache_local", "node_local", "rack_local", "off_switch"];
 const COLORS = {cache_local: "#6a1b9a", node_local: "#2e7d32", rack_local: "#f9a825", off_switch: "#c62828"};
 const SVGNS = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
+// Plots span at least this many samples (one a second), newest at the right, so a young engine's first seconds
+// are not stretched across the whole width.
+const MIN_WINDOW = 120;
 
 function fmt(v, digits) {
   if (v === null || v === undefined || Number.isNaN(v)) return "-";
@@ -37,13 +40,14 @@ function lineChart(svg, lines, unit) {
   const W = 600, H = svg.viewBox.baseVal.height, pad = 16;
   let max = 0, n = 0;
   for (const l of lines) { n = Math.max(n, l.values.length); for (const v of l.values) if (v !== null) max = Math.max(max, v); }
+  const win = Math.max(n, MIN_WINDOW), off = win - n;
   if (n < 2) { svg.appendChild(el("text", {x: 8, y: 20, fill: "#999", "font-size": 12}, "collecting…")); return; }
   max = max > 0 ? max * 1.1 : 1;
   for (const l of lines) {
     let d = "";
     l.values.forEach((v, i) => {
       if (v === null) return;
-      const x = i * W / (n - 1), y = H - pad - (v / max) * (H - 2 * pad);
+      const x = (i + off) * W / (win - 1), y = H - pad - (v / max) * (H - 2 * pad);
       d += (d ? "L" : "M") + x.toFixed(1) + "," + y.toFixed(1);
     });
     if (d) svg.appendChild(el("path", {d: d, fill: "none", stroke: l.color, "stroke-width": 1.5,
@@ -62,7 +66,7 @@ function mixChart(svg, series) {
   const W = 600, H = svg.viewBox.baseVal.height;
   const n = series[LOCS[0]] ? series[LOCS[0]].length : 0;
   if (n < 1) { svg.appendChild(el("text", {x: 8, y: 20, fill: "#999", "font-size": 12}, "collecting…")); return; }
-  const w = W / n;
+  const win = Math.max(n, MIN_WINDOW), w = W / win, off = win - n;
   for (let i = 0; i < n; i++) {
     let total = 0;
     for (const loc of LOCS) total += series[loc][i];
@@ -70,7 +74,7 @@ function mixChart(svg, series) {
     let y = 0;
     for (const loc of LOCS) {
       const h = series[loc][i] / total * H;
-      if (h > 0) svg.appendChild(el("rect", {x: (i * w).toFixed(2), y: y.toFixed(2), width: (w + 0.3).toFixed(2),
+      if (h > 0) svg.appendChild(el("rect", {x: ((i + off) * w).toFixed(2), y: y.toFixed(2), width: (w + 0.3).toFixed(2),
                                              height: h.toFixed(2), fill: COLORS[loc]}));
       y += h;
     }
@@ -108,6 +112,7 @@ function render(st) {
   $("security").textContent = e.security;
   rows($("reloads"), st.reloads.slice().reverse().map(r => [clock(r.time), r.reason, r.result + (r.error ? ": " + r.error : ""), r.from + " → " + r.to]));
   $("reloads-empty").classList.toggle("hidden", st.reloads.length > 0);
+  $("reloads").classList.toggle("hidden", st.reloads.length === 0);
 
   $("decisions-total").textContent = fmt(st.decisions_total);
   const rate = st.series.decisions_per_s || [];
