@@ -54,31 +54,42 @@ function lineChart(svg, lines, unit) {
                                          "vector-effect": "non-scaling-stroke"}));
   }
   svg.appendChild(el("text", {x: 4, y: 12, fill: "#555", "font-size": 11}, fmt(max, max < 10 ? 2 : 0) + " " + unit));
+  svg.appendChild(el("text", {x: 4, y: H - 3, fill: "#555", "font-size": 10}, "-" + win + " s"));
   let x = 120;
   for (const l of lines) if (l.label) {
     svg.appendChild(el("text", {x: x, y: 12, fill: l.color, "font-size": 11}, l.label)); x += 60;
   }
 }
 
-// The share of each locality per sample, stacked to 100 % (a gap where nothing was placed).
+// The share of each locality per BIN seconds, stacked to 100 % (a gap where nothing was placed).
+const BIN = 5;
 function mixChart(svg, series) {
   svg.replaceChildren();
   const W = 600, H = svg.viewBox.baseVal.height;
   const n = series[LOCS[0]] ? series[LOCS[0]].length : 0;
   if (n < 1) { svg.appendChild(el("text", {x: 8, y: 20, fill: "#999", "font-size": 12}, "collecting…")); return; }
-  const win = Math.max(n, MIN_WINDOW), w = W / win, off = win - n;
-  for (let i = 0; i < n; i++) {
+  const win = Math.max(n, MIN_WINDOW), bins = Math.ceil(win / BIN), w = W / bins, off = win - n;
+  for (let b = 0; b < bins; b++) {
+    const sums = {};
     let total = 0;
-    for (const loc of LOCS) total += series[loc][i];
+    for (const loc of LOCS) {
+      sums[loc] = 0;
+      for (let j = b * BIN; j < (b + 1) * BIN; j++) {
+        const i = j - off;
+        if (i >= 0 && i < n) sums[loc] += series[loc][i];
+      }
+      total += sums[loc];
+    }
     if (total <= 0) continue;
     let y = 0;
     for (const loc of LOCS) {
-      const h = series[loc][i] / total * H;
-      if (h > 0) svg.appendChild(el("rect", {x: ((i + off) * w).toFixed(2), y: y.toFixed(2), width: (w + 0.3).toFixed(2),
+      const h = sums[loc] / total * H;
+      if (h > 0) svg.appendChild(el("rect", {x: (b * w).toFixed(2), y: y.toFixed(2), width: (w - 1).toFixed(2),
                                              height: h.toFixed(2), fill: COLORS[loc]}));
       y += h;
     }
   }
+  svg.appendChild(el("text", {x: 4, y: H - 4, fill: "#555", "font-size": 10}, "-" + win + " s, " + BIN + " s bars"));
 }
 
 function mixBar(div, totals) {
@@ -93,13 +104,15 @@ function mixBar(div, totals) {
     const s = document.createElement("span");
     s.className = "loc-" + loc;
     s.style.flexGrow = String(v);
-    s.textContent = loc.replace("_", "-") + " " + fmt(100 * v / total, 0) + "% (" + fmt(v) + ")";
-    s.title = s.textContent;
+    s.textContent = loc.split("_")[0] + " " + fmt(100 * v / total, 0) + "%";
+    s.title = loc.replace("_", "-") + ": " + fmt(v) + " containers (" + fmt(100 * v / total, 1) + "%)";
     s.dataset.locality = loc;
     s.dataset.count = v;
     div.appendChild(s);
   }
   if (total === 0) { const s = document.createElement("span"); s.textContent = "none yet"; s.className = "muted"; div.appendChild(s); }
+  const counts = document.getElementById(div.id + "-counts");
+  if (counts) counts.textContent = total ? LOCS.map(loc => loc.replace("_", "-") + " " + fmt(totals[loc] || 0)).join(" · ") + " containers" : "";
 }
 
 function render(st) {
