@@ -115,13 +115,62 @@ class RemoteDriver(Driver):
             self._process = None
 
 
+class ShadowDriver(Driver):
+    """Shadow mode as the plugin does it (yarn_plugin/README.md, "Shadow mode"): every heartbeat goes to the engine
+    as a shadow request (ScheduleRequest.shadow) whose answer is not applied; `native`, YARN's stand-in, places the
+    containers; each ContainerStarted is reported with the decision_id of the shadow decision of the heartbeat it
+    was placed on, so the engine can compare its choices with what was placed."""
+
+    mode = "shadow"
+
+    def __init__(self, engine: RemoteDriver, native: Driver, remember: int = 200_000):
+        self.engine, self.native = engine, native
+        self.policy_name = native.policy_name
+        self.capabilities = native.capabilities
+        self._placed: dict[tuple[str, str], str] = {}
+        self._remember = remember
+
+    def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
+        from policy_engine.codec import encode_schedule
+
+        req = encode_schedule(obs)
+        req.shadow = True
+        decision_id = self.engine.client.schedule(req).decision_id
+        decision = self.native.schedule(obs)
+        node = obs.node.node_id
+        for a in decision.assignments:
+            self._placed[(node, a.ask_id)] = decision_id
+        if len(self._placed) > self._remember:
+            self._placed.clear()
+        return decision
+
+    def report(self, events: Iterable[Event]) -> int:
+        events = list(events)
+        for ev in events:
+            if ev.kind == "container_started" and not ev.decision_id:
+                ev.decision_id = self._placed.get((ev.node_id, ev.ask_id), "")
+        self.native.report(events)
+        return self.engine.report(events)
+
+    def close(self) -> None:
+        self.native.close()
+        self.engine.close()
+
+
 def make_driver(policy: str, model: str | None = None, remote: str | None = None,
                 options: dict | None = None, timeout: float = 5.0, decision_log: str | None = None,
-                log_rotate_mb: float | None = None, deeprm=None) -> Driver:
+                log_rotate_mb: float | None = None, deeprm=None, shadow: str | None = None) -> Driver:
     """remote=None: in-process; remote="spawn": start a `policy-engine serve` child; else HOST:PORT of one, which
     must be SERVING within `timeout` seconds (also every call's deadline). `decision_log`: directory of the
     Parquet decision log, written in-process or by the spawned engine (an engine at HOST:PORT writes its own).
-    `deeprm`: policy_engine.deeprm_view.DeepRMViewConfig for the engine (in-process or spawned)."""
+    `deeprm`: policy_engine.deeprm_view.DeepRMViewConfig for the engine (in-process or spawned).
+    `shadow`: a policy placed in process as YARN would (e.g. delay) while `policy` is asked in shadow mode at
+    `remote` (a ShadowDriver)."""
+    if shadow is not None:
+        if remote is None:
+            raise ValueError("shadow mode asks an engine over gRPC: give remote (HOST:PORT or 'spawn')")
+        engine = make_driver(policy, model, remote, options, timeout, decision_log, log_rotate_mb, deeprm)
+        return ShadowDriver(engine, InProcessDriver(create(shadow)))
     options = options or {}
     if remote is None:
         return InProcessDriver(create(policy, model=model, **options), decision_log, log_rotate_mb, deeprm)

@@ -56,6 +56,8 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 # A Report answers once the online learner has taken its events in (so the caller's next Schedule sees what was
 # learned; the emulator's remote mode relies on it), or after this long when the learner is behind.
 REPORT_WAIT_S = 0.5
+# ScheduleResponse.shadow = true (field 20, varint): appended to a shadow request's answer (fields in number order)
+SHADOW_ANSWER = b"\xa0\x01\x01"
 
 
 class _Refused(Exception):
@@ -77,7 +79,9 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         engine, policy = self.engine, self.engine.policy
         obs = decode_schedule(req)
         decision, decision_id = engine.schedule_logged(obs)
-        return encode_schedule_decision(decision, obs.request_id, decision_id, policy.name, policy.model_version)
+        resp = encode_schedule_decision(decision, obs.request_id, decision_id, policy.name, policy.model_version)
+        resp.shadow = obs.shadow
+        return resp
 
     def schedule_bytes(self, data: bytes) -> bytes:
         """Schedule and ScheduleStream receive serialized requests and answer serialized responses (see
@@ -89,8 +93,9 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         else:
             obs, raw = self._decoder.decode(data), data
         decision, decision_id = engine.schedule_logged(obs, raw)
-        return encode_schedule_decision_bytes(decision, obs.request_id, decision_id, policy.name,
+        data = encode_schedule_decision_bytes(decision, obs.request_id, decision_id, policy.name,
                                               policy.model_version)
+        return data + SHADOW_ANSWER if obs.shadow else data
 
     def route_message(self, req: pb.RouteRequest) -> pb.RouteResponse:
         engine, policy = self.engine, self.engine.policy
@@ -336,7 +341,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
                 reuse_port: bool = False, decision_log: str | None = None,
                 log_rotate_mb: float | None = None, security: ServerSecurity | None = None,
                 model_path: str | None = None, rebuild=None, watch_s: float | None = None,
-                forward_sighup: tuple[int, ...] = (), deeprm=None) -> None:
+                forward_sighup: tuple[int, ...] = (), deeprm=None, ui_port: int | None = None,
+                ui_host: str = "127.0.0.1", ui_tls: tuple[str, str] | None = None,
+                rm_address: str | None = None) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled).
 
     `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations, and
@@ -348,6 +355,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     `model_path` + `rebuild(path) -> Policy`: SIGHUP reloads the model (and every `watch_s` seconds when the file
     changed); `forward_sighup`: pids (the other --workers) that get the SIGHUP too.
     `deeprm`: policy_engine.deeprm_view.DeepRMViewConfig for DeepRM's policies (time step, node or pooled image).
+    `ui_port`: serve the live console (policy_engine.console) on `ui_host`, on its own thread, with the engine's
+    token and `ui_tls` (cert, key files); `rm_address`: the RM's web address the console reads the plugin's JMX from.
     """
     security = security or ServerSecurity()
     metrics = EngineMetrics()
@@ -397,6 +406,13 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         from prometheus_client import start_http_server
 
         start_http_server(metrics_port, addr=host if ":" not in host else "::", registry=metrics.registry)
+    console_server = None
+    if ui_port is not None:
+        from policy_engine.console import Console, ConsoleServer
+
+        console = Console(engine, metrics, rm_address=rm_address, security_desc=security.describe())
+        console_server = ConsoleServer(console, ui_host, ui_port, token=security.token,
+                                       certfile=ui_tls[0] if ui_tls else None, keyfile=ui_tls[1] if ui_tls else None)
     warmed = warm_up(policy)
     log.info("decision path warmed up in %.1f ms", warmed * 1000)
     await server.start()
@@ -411,6 +427,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     print(f"policy-engine: policy={policy.name} model={policy.model_version or '-'} listening on {host}:{bound}"
           + (f" metrics=http://{host}:{metrics_port}/metrics" if metrics_port is not None else "")
           + f" security={security.describe()}", flush=True)
+    if console_server is not None:
+        console_server.start()
+        print(f"policy-engine: console={console_server.url}", flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -425,6 +444,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         from policy_engine.reload import ModelReloader
 
         reloader = ModelReloader(engine, model_path, rebuild, metrics)
+        if console_server is not None:
+            reloader.on_result = console_server.console.record_reload
         if watch_s:
             tasks.append(asyncio.ensure_future(reloader.watch(watch_s)))
 
@@ -447,6 +468,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     if ready is not None:
         ready.port = bound  # type: ignore[attr-defined]
         ready.reloader = reloader  # type: ignore[attr-defined]
+        ready.console = console_server  # type: ignore[attr-defined]
         ready.set()
     try:
         await stop.wait()
@@ -456,6 +478,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
             task.cancel()
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace_s)
+        if console_server is not None:
+            await asyncio.to_thread(console_server.close)
         if locator is not None:
             locator.close()
         await asyncio.to_thread(engine.close)  # the learner's final save: file I/O, off the event loop

@@ -194,16 +194,18 @@ class ClusterSummary(_message.Message):
     def __init__(self, num_nodes: _Optional[int] = ..., num_racks: _Optional[int] = ..., total: _Optional[_Union[Resource, _Mapping]] = ..., unallocated: _Optional[_Union[Resource, _Mapping]] = ...) -> None: ...
 
 class ScheduleRequest(_message.Message):
-    __slots__ = ("request_id", "node", "asks", "cluster")
+    __slots__ = ("request_id", "node", "asks", "cluster", "shadow")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     ASKS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     node: NodeSnapshot
     asks: _containers.RepeatedCompositeFieldContainer[ResourceAsk]
     cluster: ClusterSummary
-    def __init__(self, request_id: _Optional[str] = ..., node: _Optional[_Union[NodeSnapshot, _Mapping]] = ..., asks: _Optional[_Iterable[_Union[ResourceAsk, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterSummary, _Mapping]] = ...) -> None: ...
+    shadow: bool
+    def __init__(self, request_id: _Optional[str] = ..., node: _Optional[_Union[NodeSnapshot, _Mapping]] = ..., asks: _Optional[_Iterable[_Union[ResourceAsk, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterSummary, _Mapping]] = ..., shadow: _Optional[bool] = ...) -> None: ...
 
 class Assignment(_message.Message):
     __slots__ = ("ask_id", "count", "locality")
@@ -216,18 +218,20 @@ class Assignment(_message.Message):
     def __init__(self, ask_id: _Optional[str] = ..., count: _Optional[int] = ..., locality: _Optional[_Union[Locality, str]] = ...) -> None: ...
 
 class ScheduleResponse(_message.Message):
-    __slots__ = ("request_id", "decision_id", "assignments", "policy", "model_version")
+    __slots__ = ("request_id", "decision_id", "assignments", "policy", "model_version", "shadow")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_ID_FIELD_NUMBER: _ClassVar[int]
     ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     decision_id: str
     assignments: _containers.RepeatedCompositeFieldContainer[Assignment]
     policy: str
     model_version: str
-    def __init__(self, request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., assignments: _Optional[_Iterable[_Union[Assignment, _Mapping]]] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ...) -> None: ...
+    shadow: bool
+    def __init__(self, request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., assignments: _Optional[_Iterable[_Union[Assignment, _Mapping]]] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ..., shadow: _Optional[bool] = ...) -> None: ...
 
 class ClusterDemand(_message.Message):
     __slots__ = ("cluster_id", "request_distribution", "standard_runtime", "deadline")
