@@ -26,6 +26,7 @@ def fifo_order(asks: list[Ask]) -> list[Ask]:
 class FifoPolicy(Policy):
     name = "fifo"
     capabilities = frozenset({SCHEDULE})
+    idle_without_room = True  # every ask it places must fit the node (policy_engine.batch)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         free = obs.node.unallocated
