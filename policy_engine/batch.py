@@ -45,6 +45,7 @@ from policy_engine.codec import (
     _varint,
 )
 from policy_engine.proto import pb
+from policy_engine.policies.fifo import _FIFO_KEY, FifoOrdered
 from policy_engine.policy import ObservationMismatch
 from policy_engine.types import (
     ANY,
@@ -72,16 +73,16 @@ class BatchRefused(InvalidRequest):
 
 @dataclass(slots=True)
 class BatchAsk:
-    """One ask of a batch, with the counts that the nodes decided so far have left."""
+    """One ask of a batch, with the "*" count that the nodes decided so far have left (its host and rack counts
+    are columns of the batch's LocalityTable)."""
 
-    ask: Ask                       # as decoded (whole locality list of the batch); never handed to a policy
-    index: int                     # among the batch's valid asks
+    ask: Ask                       # as decoded, without locality entries; never handed to a policy
+    index: int                     # among the batch's valid asks: its column in the LocalityTable
     partition: str
     any: int                       # outstanding containers ("*" count)
     any_relax: bool
-    entries: dict[str, tuple[int, bool]]  # host, node id or rack -> (containers asked for there, relax_locality)
     names: int                     # locality_names as a node view carries it
-    version: int = 0               # bumped whenever a count changes: node views of an older version are stale
+    version: int = 0               # bumped whenever a count changes
 
 
 @dataclass(slots=True)
@@ -93,6 +94,24 @@ class NodeResult:
     refusal: str = ""              # INVALID_ARGUMENT message when the node was refused
 
 
+class LocalityTable:
+    """Host and rack counts of every ask of a batch: rows are names (hosts, node ids, racks), columns asks."""
+
+    __slots__ = ("pos", "count", "has", "relax")
+
+    def __init__(self, names: list[str], asks: int, ask_col: np.ndarray, name_row: np.ndarray,
+                 counts: np.ndarray, relax: np.ndarray):
+        self.pos = {name: k for k, name in enumerate(names)}
+        shape = (len(names), asks)
+        self.count = np.zeros(shape, dtype=np.int64)
+        self.has = np.zeros(shape, dtype=bool)
+        self.relax = np.ones(shape, dtype=bool)
+        if ask_col.size:
+            self.count[name_row, ask_col] = counts
+            self.has[name_row, ask_col] = True
+            self.relax[name_row, ask_col] = relax
+
+
 @dataclass(slots=True)
 class ScheduleBatch:
     """A decoded ScheduleBatchRequest. `nodes[k]` is None where node k was refused (`node_errors[k]` says why)."""
@@ -101,6 +120,7 @@ class ScheduleBatch:
     node_ids: list[str]
     node_partitions: list[str]
     asks: list[BatchAsk]
+    table: LocalityTable | None = None
     cluster: ClusterSummary = field(default_factory=ClusterSummary)
     batch_id: str = ""
     request_ids: list[str] = field(default_factory=list)
@@ -119,21 +139,33 @@ class BatchDecision:
 # ---------------------------------------------------------------- decoding
 
 
-def batch_ask(ask: Ask, index: int, partition: str) -> BatchAsk:
-    entries: dict[str, tuple[int, bool]] = {}
-    any_count, any_relax = ask.num_containers, ask.relax_locality
-    for lr in ask.locality:
-        name = lr.resource_name
-        if name == ANY:
-            any_count, any_relax = min(any_count, lr.num_containers), lr.relax_locality
-        else:
-            entries[name] = (lr.num_containers, lr.relax_locality)
-    return BatchAsk(ask, index, partition, any_count, any_relax, entries, ask.locality_names or len(entries))
+class AskCache:
+    """Decoded asks by their serialized bytes, two generations (as codec.ScheduleDecoder): an ask that did not
+    change since an earlier batch is neither decoded nor validated again, and keeps its identity, so the node
+    views built from it (BatchScheduler) are found again too."""
+
+    def __init__(self, max_cached: int = 50_000):
+        self.max_cached = max_cached
+        self.current: dict[bytes, Ask] = {}
+        self.previous: dict[bytes, Ask] = {}
+
+    def get(self, raw: bytes) -> Ask | None:
+        ask = self.current.get(raw)
+        if ask is None:
+            ask = self.previous.pop(raw, None)
+            if ask is not None:
+                self.current[raw] = ask
+        return ask
+
+    def put(self, raw: bytes, ask: Ask) -> None:
+        if len(self.current) >= self.max_cached // 2:
+            self.previous, self.current = self.current, {}
+        self.current[raw] = ask
 
 
-def decode_batch(req: pb.ScheduleBatchRequest) -> ScheduleBatch:
-    """Validate and decode; raises BatchRefused when the batch is past a limit, and records malformed nodes and asks
-    in the result instead of raising."""
+def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None) -> ScheduleBatch:
+    """Validate and decode; raises BatchRefused when the batch is past a limit or its locality table is
+    inconsistent, and records malformed nodes and asks in the result instead of raising."""
     n_nodes, n_asks = len(req.nodes), len(req.asks)
     if n_nodes > MAX_BATCH_NODES:
         raise BatchRefused(f"nodes: {n_nodes} nodes exceed the limit of {MAX_BATCH_NODES} per ScheduleBatch call "
@@ -141,10 +173,16 @@ def decode_batch(req: pb.ScheduleBatchRequest) -> ScheduleBatch:
     if n_asks > MAX_ASKS:
         raise BatchRefused(f"asks: {n_asks} asks exceed the limit of {MAX_ASKS} per ScheduleBatch call "
                            "(GetInfoResponse.max_batch_asks)")
-    entries = sum(len(a.locality) for a in req.asks)
+    col = req.locality
+    n_table = len(col.ask_index)
+    entries = sum(len(a.locality) for a in req.asks) + n_table
     if entries > MAX_BATCH_LOCALITY:
-        raise BatchRefused(f"asks: {entries} locality entries in all exceed the limit of {MAX_BATCH_LOCALITY} per "
-                           "ScheduleBatch call: send each ask's entries for the batch's hosts and racks only")
+        raise BatchRefused(f"locality: {entries} locality entries in all exceed the limit of {MAX_BATCH_LOCALITY} "
+                           "per ScheduleBatch call: send the asks' entries for the batch's hosts and racks only")
+    if not (len(col.name_index) == len(col.num_containers) == len(col.relax_locality) == n_table):
+        raise BatchRefused(f"locality: columns of different lengths (ask_index {n_table}, name_index "
+                           f"{len(col.name_index)}, num_containers {len(col.num_containers)}, relax_locality "
+                           f"{len(col.relax_locality)})")
     if req.request_ids and len(req.request_ids) != n_nodes:
         raise BatchRefused(f"request_ids: {len(req.request_ids)} ids for {n_nodes} nodes (send one per node, "
                            "or none)")
@@ -165,20 +203,106 @@ def decode_batch(req: pb.ScheduleBatchRequest) -> ScheduleBatch:
             batch.node_errors[k] = f"nodes[{k}] (node_id {node_id!r}): {e}"
             continue
         batch.nodes.append(node)
+    # asks: decoded once (or found in the cache), their entries gathered into one table
     ids: set[str] = set()
+    column = np.full(n_asks, -1, dtype=np.int64)  # request index -> column (-1: refused)
+    names: list[str] = list(col.names)
+    name_pos = {name: k for k, name in enumerate(names)}
+    own: list[tuple[int, int, int, bool]] = []  # (column, name row, count, relax) from asks' own entries
+    refused: dict[int, str] = {}
     for i, a in enumerate(req.asks):
         try:
-            ask = _ask(a, i, ids)
+            raw = a.SerializeToString() if cache is not None and not a.locality else None
+            ask = cache.get(raw) if raw is not None else None
+            if ask is None:
+                ask = _ask(a, i, _NO_IDS)
+                if raw is not None:
+                    cache.put(raw, ask)
+            if ask.ask_id in ids:
+                raise InvalidRequest(f"asks[{i}].ask_id: duplicate id {ask.ask_id!r}")
         except InvalidRequest as e:
-            batch.ask_errors.append((i, a.ask_id, str(e)))
+            refused[i] = str(e)
             continue
         ids.add(ask.ask_id)
-        batch.asks.append(batch_ask(ask, len(batch.asks), a.partition))
+        c = len(batch.asks)
+        column[i] = c
+        batch.asks.append(BatchAsk(ask, c, a.partition, ask.num_containers, ask.relax_locality, ask.locality_names))
+        for lr in ask.locality:  # entries sent inside the ask (the per-heartbeat layout)
+            row = name_pos.get(lr.resource_name)
+            if row is None:
+                row = name_pos[lr.resource_name] = len(names)
+                names.append(lr.resource_name)
+            own.append((c, row, lr.num_containers, lr.relax_locality))
+    ask_col = np.zeros(0, dtype=np.int64)
+    name_row = counts = np.zeros(0, dtype=np.int64)
+    relax = np.zeros(0, dtype=bool)
+    if n_table:
+        ask_index = np.fromiter(col.ask_index, dtype=np.int64, count=n_table)
+        name_row = np.fromiter(col.name_index, dtype=np.int64, count=n_table)
+        counts = np.fromiter(col.num_containers, dtype=np.int64, count=n_table)
+        relax = np.fromiter(col.relax_locality, dtype=bool, count=n_table)
+        bad = np.flatnonzero((ask_index < 0) | (ask_index >= n_asks) | (name_row < 0)
+                             | (name_row >= len(col.names)))
+        if bad.size:
+            j = int(bad[0])
+            raise BatchRefused(f"locality[{j}]: ask_index {int(ask_index[j])} or name_index {int(name_row[j])} "
+                               f"outside the batch's {n_asks} asks / {len(col.names)} names")
+        empty = [k for k, name in enumerate(col.names) if not name]
+        for j in np.flatnonzero(np.isin(name_row, empty) | (counts < 0)).tolist():  # this ask only
+            i = int(ask_index[j])
+            what = (f"name_index {int(name_row[j])}: empty name" if not col.names[int(name_row[j])]
+                    else f"num_containers: negative ({int(counts[j])})")
+            refused.setdefault(i, f"asks[{i}]: locality[{j}].{what}")
+        ask_col = column[ask_index]
+    if own:
+        o = np.asarray(own, dtype=np.int64)
+        ask_col = np.concatenate([ask_col, o[:, 0]])
+        name_row = np.concatenate([name_row, o[:, 1]])
+        counts = np.concatenate([counts, o[:, 2]])
+        relax = np.concatenate([relax, o[:, 3].astype(bool)])
+    if refused:  # asks refused by a bad table entry lose their column too
+        for i in refused:
+            c = int(column[i])
+            if c >= 0:
+                column[i] = -1
+                batch.asks[c] = None  # type: ignore[call-overload]
+        keep = [b for b in batch.asks if b is not None]
+        remap = np.full(len(batch.asks), -1, dtype=np.int64)
+        for new_c, b in enumerate(keep):
+            remap[b.index] = new_c
+            b.index = new_c
+        batch.asks = keep
+        ask_col = remap[ask_col] if ask_col.size else ask_col
+        batch.ask_errors = [(i, req.asks[i].ask_id, refused[i]) for i in sorted(refused)]
+    ok = ask_col >= 0
+    if not ok.all():
+        ask_col, name_row, counts, relax = ask_col[ok], name_row[ok], counts[ok], relax[ok]
+    # "*" entries lower the ask's own count and carry ANY's relax (as AskOnNode reads them)
+    star = name_pos.get(ANY)
+    if star is not None:
+        is_star = name_row == star
+        for c, n, r in zip(ask_col[is_star].tolist(), counts[is_star].tolist(), relax[is_star].tolist()):
+            b = batch.asks[c]
+            b.any, b.any_relax = min(b.any, n), r
+        keep = ~is_star
+        ask_col, name_row, counts, relax = ask_col[keep], name_row[keep], counts[keep], relax[keep]
+    table = LocalityTable(names, len(batch.asks), ask_col, name_row, counts, relax)
+    if star is not None:
+        table.pos.pop(ANY, None)
+    unnamed = [b for b in batch.asks if not b.names]
+    if unnamed:  # no locality_names sent: the names this batch carries for the ask
+        per_ask = table.has.sum(axis=0)
+        for b in unnamed:
+            b.names = int(per_ask[b.index])
+    batch.table = table
     try:
         batch.cluster = _cluster(req.cluster)
     except InvalidRequest as e:
         raise BatchRefused(str(e)) from None
     return batch
+
+
+_NO_IDS: frozenset[str] = frozenset()
 
 
 def parse_batch_request(data: bytes) -> pb.ScheduleBatchRequest:
@@ -193,10 +317,22 @@ def parse_batch_request(data: bytes) -> pb.ScheduleBatchRequest:
 
 class BatchScheduler:
     """Decides ScheduleBatch requests on an Engine (policy_engine.engine), one node at a time through
-    Engine.schedule_logged, with the batch's asks booked between nodes."""
+    Engine.schedule_logged, with the batch's asks booked between nodes.
 
-    def __init__(self, engine):
+    Node views (an ask as one heartbeat of a node would carry it) are cached across batches by what they hold
+    (the decoded ask's identity, the "*" count left, the node's host and rack entries), so an ask that did not
+    change is not rebuilt for every node of every batch."""
+
+    def __init__(self, engine, max_views: int = 200_000):
         self.engine = engine
+        self.asks = AskCache()
+        self.views: dict[tuple, tuple[Ask, Ask]] = {}
+        self.rack_views: dict[tuple[str, str], tuple[np.ndarray, list[Ask], list[Ask]]] = {}
+        self.max_views = max_views
+        self._lr: dict[tuple[str, int, bool], LocalityRequest] = {}
+
+    def decode(self, req: pb.ScheduleBatchRequest) -> ScheduleBatch:
+        return decode_batch(req, self.asks)
 
     def decide(self, batch: ScheduleBatch) -> BatchDecision:
         """In-process: the whole batch at once."""
@@ -207,6 +343,32 @@ class BatchScheduler:
             except StopIteration as stop:
                 return stop.value
 
+    def _entry(self, name: str, count: int, relax: bool) -> LocalityRequest:
+        key = (name, count, relax)
+        lr = self._lr.get(key)
+        if lr is None:
+            if len(self._lr) >= self.max_views:
+                self._lr.clear()
+            lr = self._lr[key] = LocalityRequest(name, count, relax)
+        return lr
+
+    def _view(self, b: BatchAsk, host: str | None, host_count: int, rack: str, rack_state: int) -> Ask:
+        """The ask as one heartbeat of the node would carry it (Snapshots.Builder): its host entry (count > 0),
+        its rack entry (rack_state = count * 2 + relax, or < 0 when the heartbeat would not carry it), the "*"
+        count left, the whole ask's name count. Cached by content (and the decoded ask's identity)."""
+        a = b.ask
+        key = (id(a), b.any, b.any_relax, b.names, host, host_count, rack if rack_state >= 0 else None, rack_state)
+        hit = self.views.get(key)
+        if hit is not None and hit[0] is a:
+            return hit[1]
+        kept: tuple[LocalityRequest, ...] = (self._entry(host, host_count, True),) if host_count > 0 else ()
+        if rack_state >= 0:
+            kept += (self._entry(rack, rack_state >> 1, bool(rack_state & 1)),)
+        v = Ask(a.ask_id, a.application_id, a.attempt_id, a.queue, a.user, a.priority, a.allocation_request_id,
+                a.resource, b.any, kept, a.submit_time_ms, a.job, b.any_relax, locality_names=b.names)
+        self.views[key] = (a, v)
+        return v
+
     def steps(self, batch: ScheduleBatch, yield_every_s: float = YIELD_EVERY_S) -> Iterator[None]:
         """A generator that decides the batch, yielding after every `yield_every_s` of work (so an asyncio caller
         can let other calls run), and returns the BatchDecision."""
@@ -214,15 +376,35 @@ class BatchScheduler:
         policy = engine.policy
         idle_ok = getattr(policy, "idle_without_room", False)
         asks = batch.asks
+        table = batch.table
         n_asks = len(asks)
         ask_mem = np.fromiter((b.ask.resource.memory_mb for b in asks), dtype=np.int64, count=n_asks)
         live = np.fromiter((b.any > 0 for b in asks), dtype=bool, count=n_asks)
         by_id = {b.ask.ask_id: b for b in asks}
-        partitions = {b.partition for b in asks}
-        # asks by partition, in request order (a node sees only its partition's asks)
-        part_index = {p: np.fromiter((i for i, b in enumerate(asks) if b.partition == p), dtype=np.int64)
-                      for p in partitions}
-        views: dict[tuple, Ask] = {}
+        # asks by partition in FIFO order (a node sees only its partition's asks), sorted once per batch: each
+        # node's list is then already in the order FIFO, Delay, ACL and CLQLMRS visit asks (FifoOrdered)
+        order = [b.index for b in sorted(asks, key=lambda b: _FIFO_KEY(b.ask))]
+        part_index = {p: np.fromiter((i for i in order if asks[i].partition == p), dtype=np.int64)
+                      for p in {b.partition for b in asks}}
+        empty = np.zeros(0, np.int64)
+        views = self.views
+        if len(views) >= self.max_views:
+            views.clear()
+        rack_views = self.rack_views
+        if len(rack_views) >= self.max_views // 100:
+            rack_views.clear()
+        view = self._view
+        # per ask: identity of the decoded ask (views are cached by it), "*" count left, and what else a view
+        # carries (ANY's relax, the name count), as numbers a node's state vector is compared on
+        # rows: identity, "*" count left, (the node's rack entry, filled per node), ANY's relax and name count
+        ask_state = np.zeros((4, n_asks), dtype=np.int64)
+        if n_asks:
+            ask_state[0] = np.fromiter((id(b.ask) for b in asks), dtype=np.int64, count=n_asks)
+            ask_state[1] = np.fromiter((b.any for b in asks), dtype=np.int64, count=n_asks)
+            ask_state[3] = np.fromiter((b.names * 2 + b.any_relax for b in asks), dtype=np.int64, count=n_asks)
+        anyv = ask_state[1]
+        pos = table.pos
+        count, has, relax = table.count, table.has, table.relax
         request_ids = batch.request_ids
         results: list[NodeResult] = []
         idle = 0
@@ -232,11 +414,8 @@ class BatchScheduler:
             if node is None:
                 results.append(NodeResult(batch.node_ids[k], rid, refusal=batch.node_errors[k]))
                 continue
-            idx = part_index.get(batch.node_partitions[k])
-            if idx is None or not idx.size:
-                chosen = idx if idx is not None else np.zeros(0, np.int64)
-            else:
-                chosen = idx[live[idx]]
+            idx = part_index.get(batch.node_partitions[k], empty)
+            chosen = idx[live[idx]] if idx.size else idx
             if idle_ok and (not chosen.size or ask_mem[chosen].min() > node.unallocated.memory_mb):
                 # No live ask fits even by memory: a policy that declares it decides nothing here is not called
                 # (its answer would be empty and the opportunity counts unchanged).
@@ -244,24 +423,46 @@ class BatchScheduler:
                 idle += 1
                 continue
             host, node_id, rack = node.host, node.node_id, node.rack
-            node_asks = []
-            for i in chosen.tolist():
-                b = asks[i]
-                e = b.entries
-                if e:
-                    h = e.get(host)
-                    hc = h[0] if h is not None else 0
-                    if node_id in e:
-                        hc = max(hc, e[node_id][0])
-                    r = e.get(rack) if rack != host else None
-                else:
-                    hc, r = 0, None
-                # nodes without an entry of their own share the view of their rack (or of no rack)
-                key = (i, b.version, host if hc else None, hc, rack if r is not None else None)
-                v = views.get(key)
-                if v is None:
-                    v = views[key] = node_view(b, host, hc, rack, r)
-                node_asks.append(v)
+            hk, nk = pos.get(host), pos.get(node_id)
+            rk = pos.get(rack) if rack != host else None
+            # The node's asks without its host entries: the rack's list, kept across nodes and batches and patched
+            # where an ask's state (identity, "*" count, this rack's entry) changed, found with numpy.
+            if rk is not None:
+                rc = count[rk, chosen]
+                rr = relax[rk, chosen]
+                inc = has[rk, chosen] & ((rc > 0) | ~rr)  # the plugin's rule for the rack entry of one heartbeat
+                rstate = np.where(inc, rc, -1) * 2 + (inc & rr)
+            else:
+                rstate = np.full(chosen.size, -2, dtype=np.int64)
+            state = ask_state[:, chosen]
+            state[2] = rstate
+            rkey = (rack, batch.node_partitions[k])
+            cached = rack_views.get(rkey)
+            # (the cached entry also holds the decoded asks, so their ids cannot be reused while it is kept)
+            if cached is not None and cached[0].shape == state.shape:
+                changed = np.flatnonzero((cached[0] != state).any(axis=0)).tolist()
+                base = cached[1]
+                if changed:
+                    base, owners = list(base), list(cached[2])
+                    rst = rstate.tolist()
+                    for j in changed:
+                        b = asks[int(chosen[j])]
+                        base[j], owners[j] = view(b, None, 0, rack, rst[j]), b.ask
+                    rack_views[rkey] = (state, base, owners)
+            else:
+                rst = rstate.tolist()
+                base = [view(asks[i], None, 0, rack, rst[j]) for j, i in enumerate(chosen.tolist())]
+                rack_views[rkey] = (state, base, [asks[i].ask for i in chosen.tolist()])
+            node_asks = FifoOrdered(base)
+            if hk is not None or nk is not None:
+                hc = count[hk, chosen] if hk is not None else np.zeros(chosen.size, np.int64)
+                if nk is not None:
+                    hc = np.maximum(hc, count[nk, chosen])
+                named = np.flatnonzero(hc > 0).tolist()
+                if named:
+                    rst = rstate.tolist()
+                    for j in named:
+                        node_asks[j] = view(asks[int(chosen[j])], host, int(hc[j]), rack, rst[j])
             obs = ScheduleObservation(node, node_asks, batch.cluster, rid)
             try:
                 decision, decision_id = engine.schedule_logged(obs)
@@ -270,7 +471,7 @@ class BatchScheduler:
                 batch.node_errors[k] = results[-1].refusal
                 continue
             for a in decision.assignments:
-                book(by_id[a.ask_id], node, a.locality, a.count, live)
+                book(by_id[a.ask_id], table, hk, nk, rk, a.locality, a.count, live, anyv)
             results.append(NodeResult(node_id, rid, decision_id, decision.assignments))
             if time.perf_counter() >= t_next:
                 yield
@@ -278,37 +479,22 @@ class BatchScheduler:
         return BatchDecision(batch.batch_id, results, batch.ask_errors, idle)
 
 
-def node_view(b: BatchAsk, host: str, host_count: int, rack: str, rack_entry: tuple[int, bool] | None) -> Ask:
-    """The ask as the plugin sends it in a single heartbeat of this node (Snapshots.Builder): its host entry (count
-    > 0), its rack entry (count > 0, or relax_locality false), the whole ask's name count, the "*" count left."""
-    ask = b.ask
-    kept: tuple[LocalityRequest, ...] = ()
-    if host_count > 0:
-        kept = (LocalityRequest(host, host_count, True),)
-    if rack_entry is not None and (rack_entry[0] > 0 or not rack_entry[1]):
-        kept += (LocalityRequest(rack, rack_entry[0], rack_entry[1]),)
-    return Ask(ask.ask_id, ask.application_id, ask.attempt_id, ask.queue, ask.user, ask.priority,
-               ask.allocation_request_id, ask.resource, b.any, kept, ask.submit_time_ms, ask.job, b.any_relax,
-               locality_names=b.names)
-
-
-def book(b: BatchAsk, node: Node, level: Locality, n: int, live: np.ndarray) -> None:
+def book(b: BatchAsk, table: LocalityTable, hk: int | None, nk: int | None, rk: int | None, level: Locality,
+         n: int, live: np.ndarray, anyv: np.ndarray) -> None:
     """YARN's bookkeeping of n containers of one ask on this node (AppSchedulingInfo.allocate), as AskOnNode.take
-    books it within one heartbeat."""
-    e = b.entries
+    books it within one heartbeat: node-local uses the host, the rack and "*"; rack-local the rack and "*"."""
+    count, c = table.count, b.index
     if level in _NODE_LOCAL:
-        for name in (node.host, node.node_id):
-            h = e.get(name)
-            if h is not None:
-                e[name] = (max(h[0] - n, 0), h[1])
-    if level in _NODE_LOCAL or level == Locality.RACK_LOCAL:
-        r = e.get(node.rack)
-        if r is not None and node.rack != node.host:
-            e[node.rack] = (max(r[0] - n, 0), r[1])
+        for row in (hk, nk):
+            if row is not None:
+                count[row, c] = max(int(count[row, c]) - n, 0)
+    if rk is not None and (level in _NODE_LOCAL or level == Locality.RACK_LOCAL):
+        count[rk, c] = max(int(count[rk, c]) - n, 0)
     b.any = max(b.any - n, 0)
+    anyv[c] = b.any
     b.version += 1
     if b.any == 0:
-        live[b.index] = False
+        live[c] = False
 
 
 # ---------------------------------------------------------------- encoding
@@ -358,8 +544,9 @@ def decode_batch_decision(resp: pb.ScheduleBatchResponse) -> BatchDecision:
 
 def encode_batch(nodes: list[Node], asks: list[Ask], cluster: ClusterSummary, batch_id: str = "",
                  request_ids: list[str] | None = None, node_partitions: list[str] | None = None,
-                 ask_partitions: list[str] | None = None) -> pb.ScheduleBatchRequest:
-    """A ScheduleBatchRequest from observation objects (the emulator, tests, benchmarks): nodes, then the asks once."""
+                 ask_partitions: list[str] | None = None, columnar: bool = True) -> pb.ScheduleBatchRequest:
+    """A ScheduleBatchRequest from observation objects (the emulator, tests, benchmarks): the nodes, then the asks
+    once, their entries in the locality table (`columnar`) or inside each ask."""
     from policy_engine.codec import encode_schedule
 
     req = pb.ScheduleBatchRequest(batch_id=batch_id, request_ids=request_ids or [])
@@ -374,5 +561,19 @@ def encode_batch(nodes: list[Node], asks: list[Ask], cluster: ClusterSummary, ba
     if ask_partitions:
         for m, p in zip(req.asks, ask_partitions):
             m.partition = p
+    if columnar:
+        col = req.locality
+        pos: dict[str, int] = {}
+        for i, m in enumerate(req.asks):
+            for lr in m.locality:
+                k = pos.get(lr.resource_name)
+                if k is None:
+                    k = pos[lr.resource_name] = len(pos)
+                    col.names.append(lr.resource_name)
+                col.ask_index.append(i)
+                col.name_index.append(k)
+                col.num_containers.append(lr.num_containers)
+                col.relax_locality.append(lr.relax_locality)
+            del m.locality[:]
     req.cluster.CopyFrom(full.cluster)
     return req

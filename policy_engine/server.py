@@ -38,7 +38,6 @@ from policy_engine.codec import (
 from policy_engine.batch import (
     MAX_BATCH_NODES,
     BatchScheduler,
-    decode_batch,
     encode_batch_decision_bytes,
     parse_batch_request,
 )
@@ -166,7 +165,7 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
             await context.abort(grpc.StatusCode.UNIMPLEMENTED,
                                 f"policy {policy.name!r} does not schedule on node heartbeats")
         try:
-            batch = decode_batch(parse_batch_request(request))
+            batch = self._batcher.decode(parse_batch_request(request))
         except InvalidRequest as e:
             metrics.errors.labels("schedule_batch", "INVALID_ARGUMENT").inc()
             batch_metrics.refused("batch", 1)

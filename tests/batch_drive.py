@@ -8,7 +8,7 @@ import copy
 import random
 from dataclasses import dataclass
 
-from policy_engine.batch import BatchScheduler, decode_batch, encode_batch
+from policy_engine.batch import BatchScheduler, encode_batch
 from policy_engine.codec import decode_schedule, encode_schedule
 from policy_engine.engine import Engine
 from policy_engine.types import (
@@ -175,15 +175,16 @@ def drive_single(engine: Engine, cluster: Cluster, hbs, arrivals, remote=None) -
     return out
 
 
-def batch_request(pending: list[PendingAsk], cluster: Cluster, nodes: list[Node], batch_id: str):
+def batch_request(pending: list[PendingAsk], cluster: Cluster, nodes: list[Node], batch_id: str,
+                  columnar: bool = True):
     asks = [p for p in pending if p.ask.num_containers > 0]
     return encode_batch(nodes, [for_batch(p.ask, nodes) for p in asks], cluster.summary, batch_id,
                         [f"hb-{n.node_id}-{n.timestamp_ms}" for n in nodes],
-                        [cluster.partitions[n.node_id] for n in nodes], [p.partition for p in asks])
+                        [cluster.partitions[n.node_id] for n in nodes], [p.partition for p in asks], columnar)
 
 
 def drive_batched(engine: Engine | None, cluster: Cluster, hbs, arrivals, batch_size: int,
-                  remote=None) -> list[Placement]:
+                  remote=None, columnar: bool = True) -> list[Placement]:
     """The same heartbeats in ScheduleBatch calls of `batch_size` nodes (rounds are cut into batches), in-process or
     over gRPC (`remote`: a PolicyEngineClient), the RM booking every node's answer in order."""
     from policy_engine.batch import decode_batch_decision
@@ -195,11 +196,11 @@ def drive_batched(engine: Engine | None, cluster: Cluster, hbs, arrivals, batch_
         pending += copy.deepcopy(arrivals[r])
         for start in range(0, len(hb), batch_size):
             nodes = hb[start:start + batch_size]
-            req = batch_request(pending, cluster, nodes, f"b{r}-{start}")
+            req = batch_request(pending, cluster, nodes, f"b{r}-{start}", columnar)
             if remote is not None:
                 decision = decode_batch_decision(remote.schedule_batch(req))
             else:
-                decision = scheduler.decide(decode_batch(req))
+                decision = scheduler.decide(scheduler.decode(req))
             assert not decision.refused_asks
             for node, res in zip(nodes, decision.results):
                 assert res.node_id == node.node_id and not res.refusal, res

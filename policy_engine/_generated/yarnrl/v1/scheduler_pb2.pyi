@@ -230,18 +230,34 @@ class ScheduleResponse(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., assignments: _Optional[_Iterable[_Union[Assignment, _Mapping]]] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ...) -> None: ...
 
 class ScheduleBatchRequest(_message.Message):
-    __slots__ = ("batch_id", "nodes", "asks", "cluster", "request_ids")
+    __slots__ = ("batch_id", "nodes", "asks", "cluster", "request_ids", "locality")
     BATCH_ID_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     ASKS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     REQUEST_IDS_FIELD_NUMBER: _ClassVar[int]
+    LOCALITY_FIELD_NUMBER: _ClassVar[int]
     batch_id: str
     nodes: _containers.RepeatedCompositeFieldContainer[NodeSnapshot]
     asks: _containers.RepeatedCompositeFieldContainer[ResourceAsk]
     cluster: ClusterSummary
     request_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, batch_id: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[NodeSnapshot, _Mapping]]] = ..., asks: _Optional[_Iterable[_Union[ResourceAsk, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterSummary, _Mapping]] = ..., request_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    locality: ScheduleBatchLocality
+    def __init__(self, batch_id: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[NodeSnapshot, _Mapping]]] = ..., asks: _Optional[_Iterable[_Union[ResourceAsk, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterSummary, _Mapping]] = ..., request_ids: _Optional[_Iterable[str]] = ..., locality: _Optional[_Union[ScheduleBatchLocality, _Mapping]] = ...) -> None: ...
+
+class ScheduleBatchLocality(_message.Message):
+    __slots__ = ("names", "ask_index", "name_index", "num_containers", "relax_locality")
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    ASK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    NAME_INDEX_FIELD_NUMBER: _ClassVar[int]
+    NUM_CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    RELAX_LOCALITY_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    ask_index: _containers.RepeatedScalarFieldContainer[int]
+    name_index: _containers.RepeatedScalarFieldContainer[int]
+    num_containers: _containers.RepeatedScalarFieldContainer[int]
+    relax_locality: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., ask_index: _Optional[_Iterable[int]] = ..., name_index: _Optional[_Iterable[int]] = ..., num_containers: _Optional[_Iterable[int]] = ..., relax_locality: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class ScheduleBatchRefusal(_message.Message):
     __slots__ = ("code", "message")
