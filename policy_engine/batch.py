@@ -272,7 +272,10 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None) ->
             remap[b.index] = new_c
             b.index = new_c
         batch.asks = keep
-        ask_col = remap[ask_col] if ask_col.size else ask_col
+        mapped = np.full_like(ask_col, -1)
+        valid = ask_col >= 0  # entries of asks refused earlier are -1 already (not an index from the end)
+        mapped[valid] = remap[ask_col[valid]]
+        ask_col = mapped
         batch.ask_errors = [(i, req.asks[i].ask_id, refused[i]) for i in sorted(refused)]
     ok = ask_col >= 0
     if not ok.all():

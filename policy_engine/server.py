@@ -170,6 +170,11 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
             metrics.errors.labels("schedule_batch", "INVALID_ARGUMENT").inc()
             batch_metrics.refused("batch", 1)
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"batch refused: {e}")
+        except Exception as e:  # a decoder bug: said as INTERNAL, never gRPC's UNKNOWN
+            log.exception("schedule_batch: decoding failed")
+            metrics.errors.labels("schedule_batch", "INTERNAL").inc()
+            await context.abort(grpc.StatusCode.INTERNAL,
+                                f"schedule_batch failed in the engine: {type(e).__name__}: {e}")
         steps = self._batcher.steps(batch)
         try:
             while True:

@@ -121,6 +121,24 @@ def test_malformed_node_and_ask_are_refused_alone():
     assert all(a.ask_id == "good" for a in d.results[0].assignments)
 
 
+def test_entries_of_a_refused_ask_never_go_to_another_ask():
+    """Found by benchmarks/fuzz.py: with one ask refused by its own fields and another by a bad table entry, the
+    first one's table entries were mapped to the last valid ask (numpy's index -1)."""
+    nodes = [Node("h1:1", "h1", "/r1", Resource(8192, 8), Resource(8192, 8))]
+    asks = [Ask("bad", "application_1_0001", resource=Resource(1024, 1), num_containers=5, submit_time_ms=1,
+                locality=(LocalityRequest("h1", 5),)),
+            Ask("alsobad", "application_1_0002", resource=Resource(1024, 1), num_containers=5, submit_time_ms=2,
+                locality=(LocalityRequest("h9", 5),)),
+            Ask("good", "application_1_0003", resource=Resource(1024, 1), num_containers=3, submit_time_ms=3,
+                relax_locality=False, locality=(LocalityRequest("h2", 3),))]
+    req = encode_batch(nodes, asks, ClusterSummary())
+    req.asks[0].num_containers = -1                    # refused by its own fields
+    req.locality.num_containers[1] = -4                # "alsobad": refused by its table entry
+    d = BatchScheduler(Engine(create("fifo"))).decide(decode_batch(req))
+    assert [(i, a) for i, a, _ in d.refused_asks] == [(0, "bad"), (1, "alsobad")]
+    assert d.results[0].assignments == []  # "good" keeps to h2: h1's entry of "bad" is not its own
+
+
 def test_duplicate_node_in_one_batch_is_refused():
     n = Node("h1:1", "h1", "/r1", Resource(8192, 8), Resource(4096, 4))
     asks = [Ask("a", "application_1_0001", resource=Resource(1024, 1), num_containers=50, submit_time_ms=1)]
