@@ -119,8 +119,8 @@ def cmd_run(args) -> int:
     _prebuild_for_spawn(args, [args.policy], models)
     result = compare(scenario, [args.policy], args.episodes or scenario.default_episodes, args.seed,
                      models=models, remote=args.remote, progress=not args.no_progress, timeout=args.timeout,
-                     decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb)
-    result["mode"] = "remote" if args.remote else "in-process"
+                     decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb, batched=args.batched)
+    result["mode"] = ("remote" if args.remote else "in-process") + (" batched" if args.batched else "")
     if not args.json:
         print(format_table(result))
     print(json.dumps(result) if args.json else "", end="\n" if args.json else "")
@@ -291,6 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help="how long to wait for the engine at --remote to answer, and every call's deadline "
                         f"(default {DEFAULT_TIMEOUT_S:g})")
+    r.add_argument("--batched", action="store_true",
+                   help="send every heartbeat through the batched path (ScheduleBatch), as a plugin that batches "
+                        "does; the decisions are the same")
     r.add_argument("--json", action="store_true", help="last line of stdout is one JSON object")
     decision_log_options(r)
     r.set_defaults(fn=cmd_run)

@@ -219,3 +219,27 @@ def test_grpc_malformed_node_is_refused_alone(delay_engine):
     assert resp.results[1].refusal.code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
     assert "nodes[1] (node_id 'h1:1')" in resp.results[1].refusal.message
     assert sum(a.count for a in resp.results[0].assignments) == 4
+
+
+# ---------------------------------------------------------------- the emulator drives the batched path
+
+
+@pytest.mark.parametrize("scenario,params,policy", [
+    ("locality-wordcount", {"maps": 12, "jobs": 2, "interarrival_s": 3}, "delay"),
+    ("locality-wordcount", {"maps": 12, "jobs": 2, "interarrival_s": 3}, "clqlmrs"),
+    ("deeprm", {"load": 0.75, "simu_len": 30}, "packer"),
+])
+def test_emulator_batched_equals_per_heartbeat_in_process_and_over_grpc(scenario, params, policy):
+    from emulator.drivers import make_driver
+    from emulator.scenario import get_scenario
+
+    sc = get_scenario(scenario, **params)
+    with make_driver(policy) as single:
+        expected = [sc.run_episode(single, seed) for seed in (0, 1)]
+    with make_driver(policy, batched=True) as local:
+        assert local.mode == "in-process batched"
+        assert [sc.run_episode(local, seed) for seed in (0, 1)] == expected
+    if policy == "delay":  # one engine process is enough to show gRPC == in-process
+        with make_driver(policy, remote="spawn", batched=True) as remote:
+            assert remote.mode == "remote batched"
+            assert [sc.run_episode(remote, seed) for seed in (0, 1)] == expected
