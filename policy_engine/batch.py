@@ -381,15 +381,13 @@ class BatchScheduler:
         asks = batch.asks
         table = batch.table
         n_asks = len(asks)
-        ask_mem = np.fromiter((b.ask.resource.memory_mb for b in asks), dtype=np.int64, count=n_asks)
-        live = np.fromiter((b.any > 0 for b in asks), dtype=bool, count=n_asks)
+        state = BatchState(asks, table)
         by_id = {b.ask.ask_id: b for b in asks}
         # asks by partition in FIFO order (a node sees only its partition's asks), sorted once per batch: each
         # node's list is then already in the order FIFO, Delay, ACL and CLQLMRS visit asks (FifoOrdered)
         order = [b.index for b in sorted(asks, key=lambda b: _FIFO_KEY(b.ask))]
         part_index = {p: np.fromiter((i for i in order if asks[i].partition == p), dtype=np.int64)
                       for p in {b.partition for b in asks}}
-        empty = np.zeros(0, np.int64)
         views = self.views
         if len(views) >= self.max_views:
             views.clear()
@@ -397,29 +395,21 @@ class BatchScheduler:
         if len(rack_views) >= self.max_views // 100:
             rack_views.clear()
         view = self._view
-        # per ask: identity of the decoded ask (views are cached by it), "*" count left, and what else a view
-        # carries (ANY's relax, the name count), as numbers a node's state vector is compared on
-        # rows: identity, "*" count left, (the node's rack entry, filled per node), ANY's relax and name count
-        ask_state = np.zeros((4, n_asks), dtype=np.int64)
-        if n_asks:
-            ask_state[0] = np.fromiter((id(b.ask) for b in asks), dtype=np.int64, count=n_asks)
-            ask_state[1] = np.fromiter((b.any for b in asks), dtype=np.int64, count=n_asks)
-            ask_state[3] = np.fromiter((b.names * 2 + b.any_relax for b in asks), dtype=np.int64, count=n_asks)
-        anyv = ask_state[1]
         pos = table.pos
-        count, has, relax = table.count, table.has, table.relax
+        count = table.count
         request_ids = batch.request_ids
         results: list[NodeResult] = []
         idle = 0
+        no_rack = np.full(n_asks, -2, dtype=np.int64)
         t_next = time.perf_counter() + yield_every_s
         for k, node in enumerate(batch.nodes):
             rid = request_ids[k] if request_ids else ""
             if node is None:
                 results.append(NodeResult(batch.node_ids[k], rid, refusal=batch.node_errors[k]))
                 continue
-            idx = part_index.get(batch.node_partitions[k], empty)
-            chosen = idx[live[idx]] if idx.size else idx
-            if idle_ok and (not chosen.size or ask_mem[chosen].min() > node.unallocated.memory_mb):
+            partition = batch.node_partitions[k]
+            idx = part_index.get(partition)
+            if idle_ok and (idx is None or state.min_live_memory(partition, idx) > node.unallocated.memory_mb):
                 # No live ask fits even by memory: a policy that declares it decides nothing here is not called
                 # (its answer would be empty and the opportunity counts unchanged).
                 results.append(NodeResult(node.node_id, rid, engine.next_decision_id()))
@@ -428,44 +418,43 @@ class BatchScheduler:
             host, node_id, rack = node.host, node.node_id, node.rack
             hk, nk = pos.get(host), pos.get(node_id)
             rk = pos.get(rack) if rack != host else None
-            # The node's asks without its host entries: the rack's list, kept across nodes and batches and patched
-            # where an ask's state (identity, "*" count, this rack's entry) changed, found with numpy.
-            if rk is not None:
-                rc = count[rk, chosen]
-                rr = relax[rk, chosen]
-                inc = has[rk, chosen] & ((rc > 0) | ~rr)  # the plugin's rule for the rack entry of one heartbeat
-                rstate = np.where(inc, rc, -1) * 2 + (inc & rr)
+            if idx is None or not idx.size:
+                node_asks = FifoOrdered()
             else:
-                rstate = np.full(chosen.size, -2, dtype=np.int64)
-            state = ask_state[:, chosen]
-            state[2] = rstate
-            rkey = (rack, batch.node_partitions[k])
-            cached = rack_views.get(rkey)
-            # (the cached entry also holds the decoded asks, so their ids cannot be reused while it is kept)
-            if cached is not None and cached[0].shape == state.shape:
-                changed = np.flatnonzero((cached[0] != state).any(axis=0)).tolist()
-                base = cached[1]
-                if changed:
-                    base, owners = list(base), list(cached[2])
-                    rst = rstate.tolist()
-                    for j in changed:
-                        b = asks[int(chosen[j])]
-                        base[j], owners[j] = view(b, None, 0, rack, rst[j]), b.ask
-                    rack_views[rkey] = (state, base, owners)
-            else:
-                rst = rstate.tolist()
-                base = [view(asks[i], None, 0, rack, rst[j]) for j, i in enumerate(chosen.tolist())]
-                rack_views[rkey] = (state, base, [asks[i].ask for i in chosen.tolist()])
-            node_asks = FifoOrdered(base)
-            if hk is not None or nk is not None:
-                hc = count[hk, chosen] if hk is not None else np.zeros(chosen.size, np.int64)
-                if nk is not None:
-                    hc = np.maximum(hc, count[nk, chosen])
-                named = np.flatnonzero(hc > 0).tolist()
-                if named:
-                    rst = rstate.tolist()
-                    for j in named:
-                        node_asks[j] = view(asks[int(chosen[j])], host, int(hc[j]), rack, rst[j])
+                # The node's asks without its host entries: the rack's list, kept across nodes and batches and
+                # patched where numpy finds an ask's state (identity, "*" count, this rack's entry) changed.
+                cur = state.ask_state[:, idx]
+                cur[2] = state.rack_state[rk, idx] if rk is not None else no_rack[:idx.size]
+                rkey = (rack, partition)
+                cached = rack_views.get(rkey)
+                if cached is not None and cached[0].shape == cur.shape:
+                    changed = np.flatnonzero((cached[0] != cur).any(axis=0)).tolist()
+                    base = cached[1]
+                    if changed:
+                        base, owners = list(base), list(cached[2])
+                        for j in changed:
+                            bj = asks[int(idx[j])]
+                            base[j] = view(bj, None, 0, rack, int(cur[2, j])) if bj.any > 0 else None
+                            owners[j] = bj.ask
+                        rack_views[rkey] = (cur, base, owners)
+                else:
+                    rst = cur[2].tolist()
+                    base = [view(asks[i], None, 0, rack, rst[j]) if asks[i].any > 0 else None
+                            for j, i in enumerate(idx.tolist())]
+                    # (the entry also holds the decoded asks, so their ids cannot be reused while it is kept)
+                    rack_views[rkey] = (cur, base, [asks[i].ask for i in idx.tolist()])
+                if hk is not None or nk is not None:
+                    hc = count[hk, idx] if hk is not None else count[nk, idx]
+                    if hk is not None and nk is not None:
+                        hc = np.maximum(hc, count[nk, idx])
+                    named = np.flatnonzero(hc > 0).tolist()
+                    if named:
+                        base = list(base)
+                        for j in named:
+                            bj = asks[int(idx[j])]
+                            if bj.any > 0:
+                                base[j] = view(bj, host, int(hc[j]), rack, int(cur[2, j]))
+                node_asks = FifoOrdered(v for v in base if v is not None) if state.dead else FifoOrdered(base)
             obs = ScheduleObservation(node, node_asks, batch.cluster, rid)
             try:
                 decision, decision_id = engine.schedule_logged(obs)
@@ -474,7 +463,7 @@ class BatchScheduler:
                 batch.node_errors[k] = results[-1].refusal
                 continue
             for a in decision.assignments:
-                book(by_id[a.ask_id], table, hk, nk, rk, a.locality, a.count, live, anyv)
+                state.book(by_id[a.ask_id], hk, nk, rk, a.locality, a.count)
             results.append(NodeResult(node_id, rid, decision_id, decision.assignments))
             if time.perf_counter() >= t_next:
                 yield
@@ -482,22 +471,55 @@ class BatchScheduler:
         return BatchDecision(batch.batch_id, results, batch.ask_errors, idle)
 
 
-def book(b: BatchAsk, table: LocalityTable, hk: int | None, nk: int | None, rk: int | None, level: Locality,
-         n: int, live: np.ndarray, anyv: np.ndarray) -> None:
-    """YARN's bookkeeping of n containers of one ask on this node (AppSchedulingInfo.allocate), as AskOnNode.take
-    books it within one heartbeat: node-local uses the host, the rack and "*"; rack-local the rack and "*"."""
-    count, c = table.count, b.index
-    if level in _NODE_LOCAL:
-        for row in (hk, nk):
-            if row is not None:
-                count[row, c] = max(int(count[row, c]) - n, 0)
-    if rk is not None and (level in _NODE_LOCAL or level == Locality.RACK_LOCAL):
-        count[rk, c] = max(int(count[rk, c]) - n, 0)
-    b.any = max(b.any - n, 0)
-    anyv[c] = b.any
-    b.version += 1
-    if b.any == 0:
-        live[c] = False
+class BatchState:
+    """What changes while a batch is decided, as numpy arrays: per ask its identity, "*" count left and what else a
+    node view carries; per (name, ask) the rack entry as a single heartbeat would carry it (count * 2 + relax, or -1
+    when it would leave it out: count 0 and relaxing); the smallest live ask per partition."""
+
+    def __init__(self, asks: list[BatchAsk], table: LocalityTable):
+        self.asks, self.table = asks, table
+        n = len(asks)
+        self.ask_state = np.zeros((4, n), dtype=np.int64)  # identity, "*" left, (rack entry, per node), meta
+        if n:
+            self.ask_state[0] = np.fromiter((id(b.ask) for b in asks), dtype=np.int64, count=n)
+            self.ask_state[1] = np.fromiter((b.any for b in asks), dtype=np.int64, count=n)
+            self.ask_state[3] = np.fromiter((b.names * 2 + b.any_relax for b in asks), dtype=np.int64, count=n)
+        self.memory = np.fromiter((b.ask.resource.memory_mb for b in asks), dtype=np.int64, count=n)
+        self.live = self.ask_state[1] > 0
+        self.dead = int(n - self.live.sum())
+        c, r = table.count, table.relax
+        self.rack_state = np.where(table.has & ((c > 0) | ~r), c * 2 + r, -1)
+        self._min_memory: dict[str, int] = {}
+
+    def min_live_memory(self, partition: str, idx: np.ndarray) -> int:
+        m = self._min_memory.get(partition)
+        if m is None:
+            live = idx[self.live[idx]]
+            m = self._min_memory[partition] = int(self.memory[live].min()) if live.size else 1 << 62
+        return m
+
+    def book(self, b: BatchAsk, hk: int | None, nk: int | None, rk: int | None, level: Locality, n: int) -> None:
+        """YARN's bookkeeping of n containers of one ask on this node (AppSchedulingInfo.allocate), as
+        AskOnNode.take books it within one heartbeat: node-local uses the host, the rack and "*"; rack-local the
+        rack and "*"."""
+        t, c = self.table, b.index
+        count = t.count
+        if level in _NODE_LOCAL:
+            for row in (hk, nk):
+                if row is not None:
+                    count[row, c] = max(int(count[row, c]) - n, 0)
+        if rk is not None and (level in _NODE_LOCAL or level == Locality.RACK_LOCAL):
+            left = max(int(count[rk, c]) - n, 0)
+            count[rk, c] = left
+            relax = bool(t.relax[rk, c])
+            self.rack_state[rk, c] = left * 2 + relax if t.has[rk, c] and (left > 0 or not relax) else -1
+        b.any = max(b.any - n, 0)
+        self.ask_state[1, c] = b.any
+        b.version += 1
+        if b.any == 0 and self.live[c]:
+            self.live[c] = False
+            self.dead += 1
+            self._min_memory.clear()
 
 
 # ---------------------------------------------------------------- encoding
