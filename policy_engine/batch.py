@@ -326,7 +326,7 @@ class BatchScheduler:
     (the decoded ask's identity, the "*" count left, the node's host and rack entries), so an ask that did not
     change is not rebuilt for every node of every batch."""
 
-    def __init__(self, engine, max_views: int = 200_000):
+    def __init__(self, engine, max_views: int = 50_000):
         self.engine = engine
         self.asks = AskCache()
         self.views: dict[tuple, tuple[Ask, Ask]] = {}
@@ -392,7 +392,7 @@ class BatchScheduler:
         if len(views) >= self.max_views:
             views.clear()
         rack_views = self.rack_views
-        if len(rack_views) >= self.max_views // 100:
+        if len(rack_views) >= self.max_views // 10:
             rack_views.clear()
         view = self._view
         pos = table.pos

@@ -180,6 +180,9 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
             while True:
                 next(steps)
                 await asyncio.sleep(0)  # let other calls in between slices of the batch
+                if context.cancelled():  # the caller gave up (its deadline passed): it schedules natively
+                    batch_metrics.refused("abandoned", 1)
+                    return b""
         except StopIteration as stop:
             decision = stop.value
         except Exception as e:  # a policy bug: the caller falls back for the whole batch
@@ -249,9 +252,10 @@ class BatchMetrics:
                                 "policy call), idle (nothing fits: answered without one), refused (malformed node)",
                                 ["outcome"], registry=registry)
         self.refusals = Counter("yarnrl_batch_refused", "Refusals on the batched path: a whole batch (past a "
-                                "limit, unparsable), a node, an ask", ["what"], registry=registry)
+                                "limit, unparsable), a node, an ask; and batches abandoned half-decided because "
+                                "the caller cancelled (its deadline passed)", ["what"], registry=registry)
         self._outcome = {k: self.outcomes.labels(k) for k in ("decided", "idle", "refused")}
-        self._refused = {k: self.refusals.labels(k) for k in ("batch", "node", "ask")}
+        self._refused = {k: self.refusals.labels(k) for k in ("batch", "node", "ask", "abandoned")}
 
     def refused(self, what: str, n: int) -> None:
         if n:
