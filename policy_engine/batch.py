@@ -83,6 +83,23 @@ class BatchAsk:
     any_relax: bool
     names: int                     # locality_names as a node view carries it
     version: int = 0               # bumped whenever a count changes
+    cell: list[int] | None = None  # [any], read by this ask's LiveAsk views (BatchScheduler, live mode)
+
+
+class LiveAsk(Ask):
+    """A node view whose "*" count is the batch's count *now* (a one-element list shared with the BatchAsk),
+    so a container booked for one node does not make every view of the ask on every rack stale. Used only while
+    nothing keeps observations past their decision (no decision log attached, no annotators editing asks)."""
+
+    __slots__ = ("_cell",)
+
+    @property
+    def num_containers(self) -> int:  # type: ignore[override]
+        return self._cell[0]
+
+    @num_containers.setter
+    def num_containers(self, value: int) -> None:
+        pass  # the dataclass __init__ sets it; the count lives in the cell
 
 
 @dataclass(slots=True)
@@ -330,6 +347,7 @@ class BatchScheduler:
         self.engine = engine
         self.asks = AskCache()
         self.views: dict[tuple, tuple[Ask, Ask]] = {}
+        self.cells: dict[int, tuple[Ask, list[int]]] = {}  # decoded ask's id -> (it, its live count)
         self.rack_views: dict[tuple[str, str], tuple[np.ndarray, list[Ask], list[Ask]]] = {}
         self.max_views = max_views
         self._lr: dict[tuple[str, int, bool], LocalityRequest] = {}
@@ -358,19 +376,33 @@ class BatchScheduler:
     def _view(self, b: BatchAsk, host: str | None, host_count: int, rack: str, rack_state: int) -> Ask:
         """The ask as one heartbeat of the node would carry it (Snapshots.Builder): its host entry (count > 0),
         its rack entry (rack_state = count * 2 + relax, or < 0 when the heartbeat would not carry it), the "*"
-        count left, the whole ask's name count. Cached by content (and the decoded ask's identity)."""
+        count left, the whole ask's name count. Cached by content (and the decoded ask's identity); a LiveAsk,
+        whose "*" count is read from the batch, when `b.cell` is set."""
         a = b.ask
-        key = (id(a), b.any, b.any_relax, b.names, host, host_count, rack if rack_state >= 0 else None, rack_state)
+        live = b.cell is not None
+        key = (id(a), -1 if live else b.any, b.any_relax, b.names, host, host_count,
+               rack if rack_state >= 0 else None, rack_state)
         hit = self.views.get(key)
         if hit is not None and hit[0] is a:
             return hit[1]
         kept: tuple[LocalityRequest, ...] = (self._entry(host, host_count, True),) if host_count > 0 else ()
         if rack_state >= 0:
             kept += (self._entry(rack, rack_state >> 1, bool(rack_state & 1)),)
-        v = Ask(a.ask_id, a.application_id, a.attempt_id, a.queue, a.user, a.priority, a.allocation_request_id,
+        cls = LiveAsk if live else Ask
+        v = cls(a.ask_id, a.application_id, a.attempt_id, a.queue, a.user, a.priority, a.allocation_request_id,
                 a.resource, b.any, kept, a.submit_time_ms, a.job, b.any_relax, locality_names=b.names)
+        if live:
+            v._cell = b.cell
         self.views[key] = (a, v)
         return v
+
+    def _cell(self, a: Ask) -> list[int]:
+        hit = self.cells.get(id(a))
+        if hit is None or hit[0] is not a:
+            if len(self.cells) >= self.max_views:
+                self.cells.clear()
+            hit = self.cells[id(a)] = (a, [0])
+        return hit[1]
 
     def steps(self, batch: ScheduleBatch, yield_every_s: float = YIELD_EVERY_S) -> Iterator[None]:
         """A generator that decides the batch, yielding after every `yield_every_s` of work (so an asyncio caller
@@ -381,7 +413,14 @@ class BatchScheduler:
         asks = batch.asks
         table = batch.table
         n_asks = len(asks)
-        state = BatchState(asks, table)
+        # Views are shared between nodes and batches unless something may keep or edit an observation after its
+        # decision (a decision log writes it later; annotators edit asks): then every node gets fresh ones.
+        shared = engine.decision_log is None and not engine.annotators
+        if shared:
+            for b in asks:  # live "*" counts: a booking changes the cell, not every view of the ask
+                b.cell = self._cell(b.ask)
+                b.cell[0] = b.any
+        state = BatchState(asks, table, live_counts=shared)
         by_id = {b.ask.ask_id: b for b in asks}
         # asks by partition in FIFO order (a node sees only its partition's asks), sorted once per batch: each
         # node's list is then already in the order FIFO, Delay, ACL and CLQLMRS visit asks (FifoOrdered)
@@ -389,7 +428,7 @@ class BatchScheduler:
         part_index = {p: np.fromiter((i for i in order if asks[i].partition == p), dtype=np.int64)
                       for p in {b.partition for b in asks}}
         views = self.views
-        if len(views) >= self.max_views:
+        if len(views) >= self.max_views or not shared:
             views.clear()
         rack_views = self.rack_views
         if len(rack_views) >= self.max_views // 10:
@@ -426,7 +465,7 @@ class BatchScheduler:
                 cur = state.ask_state[:, idx]
                 cur[2] = state.rack_state[rk, idx] if rk is not None else no_rack[:idx.size]
                 rkey = (rack, partition)
-                cached = rack_views.get(rkey)
+                cached = rack_views.get(rkey) if shared else None
                 if cached is not None and cached[0].shape == cur.shape:
                     changed = np.flatnonzero((cached[0] != cur).any(axis=0)).tolist()
                     base = cached[1]
@@ -442,7 +481,8 @@ class BatchScheduler:
                     base = [view(asks[i], None, 0, rack, rst[j]) if asks[i].any > 0 else None
                             for j, i in enumerate(idx.tolist())]
                     # (the entry also holds the decoded asks, so their ids cannot be reused while it is kept)
-                    rack_views[rkey] = (cur, base, [asks[i].ask for i in idx.tolist()])
+                    if shared:
+                        rack_views[rkey] = (cur, base, [asks[i].ask for i in idx.tolist()])
                 if hk is not None or nk is not None:
                     hc = count[hk, idx] if hk is not None else count[nk, idx]
                     if hk is not None and nk is not None:
@@ -464,6 +504,8 @@ class BatchScheduler:
                 continue
             for a in decision.assignments:
                 state.book(by_id[a.ask_id], hk, nk, rk, a.locality, a.count)
+            if not shared:
+                views.clear()
             results.append(NodeResult(node_id, rid, decision_id, decision.assignments))
             if time.perf_counter() >= t_next:
                 yield
@@ -476,13 +518,16 @@ class BatchState:
     node view carries; per (name, ask) the rack entry as a single heartbeat would carry it (count * 2 + relax, or -1
     when it would leave it out: count 0 and relaxing); the smallest live ask per partition."""
 
-    def __init__(self, asks: list[BatchAsk], table: LocalityTable):
+    def __init__(self, asks: list[BatchAsk], table: LocalityTable, live_counts: bool = False):
         self.asks, self.table = asks, table
+        self.live_counts = live_counts
         n = len(asks)
-        self.ask_state = np.zeros((4, n), dtype=np.int64)  # identity, "*" left, (rack entry, per node), meta
+        # identity, "*" left (with live counts: only whether any is left), (rack entry, per node), meta
+        self.ask_state = np.zeros((4, n), dtype=np.int64)
         if n:
             self.ask_state[0] = np.fromiter((id(b.ask) for b in asks), dtype=np.int64, count=n)
-            self.ask_state[1] = np.fromiter((b.any for b in asks), dtype=np.int64, count=n)
+            self.ask_state[1] = np.fromiter((min(b.any, 1) if live_counts else b.any for b in asks),
+                                            dtype=np.int64, count=n)
             self.ask_state[3] = np.fromiter((b.names * 2 + b.any_relax for b in asks), dtype=np.int64, count=n)
         self.memory = np.fromiter((b.ask.resource.memory_mb for b in asks), dtype=np.int64, count=n)
         self.live = self.ask_state[1] > 0
@@ -514,7 +559,9 @@ class BatchState:
             relax = bool(t.relax[rk, c])
             self.rack_state[rk, c] = left * 2 + relax if t.has[rk, c] and (left > 0 or not relax) else -1
         b.any = max(b.any - n, 0)
-        self.ask_state[1, c] = b.any
+        if b.cell is not None:
+            b.cell[0] = b.any
+        self.ask_state[1, c] = min(b.any, 1) if self.live_counts else b.any
         b.version += 1
         if b.any == 0 and self.live[c]:
             self.live[c] = False

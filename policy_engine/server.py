@@ -80,6 +80,9 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
                                                                        "schedule_batch")}
         self._decoder = ScheduleDecoder()
         self._batcher = BatchScheduler(engine)
+        # Batches are decided one at a time, in arrival order (their node views share live counts); other calls
+        # are answered between a batch's slices.
+        self._batch_lock = asyncio.Lock()
         self._batch = BatchMetrics(metrics)
 
     # ------------------------------------------------------------ messages <-> engine (the codec does the rest)
@@ -175,21 +178,22 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
             metrics.errors.labels("schedule_batch", "INTERNAL").inc()
             await context.abort(grpc.StatusCode.INTERNAL,
                                 f"schedule_batch failed in the engine: {type(e).__name__}: {e}")
-        steps = self._batcher.steps(batch)
-        try:
-            while True:
-                next(steps)
-                await asyncio.sleep(0)  # let other calls in between slices of the batch
-                if context.cancelled():  # the caller gave up (its deadline passed): it schedules natively
-                    batch_metrics.refused("abandoned", 1)
-                    return b""
-        except StopIteration as stop:
-            decision = stop.value
-        except Exception as e:  # a policy bug: the caller falls back for the whole batch
-            log.exception("schedule_batch failed")
-            metrics.errors.labels("schedule_batch", "INTERNAL").inc()
-            await context.abort(grpc.StatusCode.INTERNAL,
-                                f"schedule_batch failed in the engine: {type(e).__name__}: {e}")
+        async with self._batch_lock:
+            steps = self._batcher.steps(batch)
+            try:
+                while True:
+                    next(steps)
+                    await asyncio.sleep(0)  # let other calls in between slices of the batch
+                    if context.cancelled():  # the caller gave up (its deadline passed): it schedules natively
+                        batch_metrics.refused("abandoned", 1)
+                        return b""
+            except StopIteration as stop:
+                decision = stop.value
+            except Exception as e:  # a policy bug: the caller falls back for the whole batch
+                log.exception("schedule_batch failed")
+                metrics.errors.labels("schedule_batch", "INTERNAL").inc()
+                await context.abort(grpc.StatusCode.INTERNAL,
+                                    f"schedule_batch failed in the engine: {type(e).__name__}: {e}")
         policy = self.engine.policy
         out = encode_batch_decision_bytes(decision, policy.name, policy.model_version)
         batch_metrics.observe(batch, decision)

@@ -243,3 +243,21 @@ def test_emulator_batched_equals_per_heartbeat_in_process_and_over_grpc(scenario
         with make_driver(policy, remote="spawn", batched=True) as remote:
             assert remote.mode == "remote batched"
             assert [sc.run_episode(remote, seed) for seed in (0, 1)] == expected
+
+
+def test_with_a_decision_log_every_node_gets_its_own_views(tmp_path):
+    """A decision log writes observations after their decision, so the batched path then hands each node fresh
+    views (no shared or live counts): the same placements, and every node's observation logged as it was seen."""
+    pytest.importorskip("pyarrow")
+    cluster, hbs, arrivals = scenario(2, 4, partitioned=4)
+    single = drive_single(Engine(create("delay")), cluster, hbs, arrivals)
+    engine = Engine(create("delay"))
+    engine.attach_decision_log(tmp_path / "log", threaded=False)
+    assert drive_batched(engine, cluster, hbs, arrivals, 8) == single
+    engine.close()
+    import pyarrow.parquet as pq
+
+    logged = [r for f in sorted((tmp_path / "log").rglob("*.parquet")) for r in pq.read_table(f).to_pylist()
+              if r["rpc"] == "schedule"]
+    assert len(logged) >= 40  # the nodes decided by the policy (of 96; idle ones are answered without it)
+    assert sum(r["containers"] for r in logged) == sum(p[2] for p in single)
