@@ -261,3 +261,38 @@ def test_with_a_decision_log_every_node_gets_its_own_views(tmp_path):
               if r["rpc"] == "schedule"]
     assert len(logged) >= 40  # the nodes decided by the policy (of 96; idle ones are answered without it)
     assert sum(r["containers"] for r in logged) == sum(p[2] for p in single)
+
+
+def test_a_large_batch_does_not_hold_up_other_calls(delay_engine):
+    """The engine decides a batch in slices and answers other calls in between: a health check sent while a
+    3,000-node batch is being decided comes back before the batch's answer."""
+    import asyncio
+
+    nodes = [Node(f"h{i}:1", f"h{i}", f"/r{i // 40}", Resource(8192, 8), Resource(4096, 4)) for i in range(3000)]
+    asks = [Ask(f"a{j}", f"application_1_{j:04d}", resource=Resource(1024, 1), num_containers=100_000,
+                submit_time_ms=j) for j in range(20)]
+    data = encode_batch(nodes, asks, ClusterSummary(3000, 75)).SerializeToString()
+
+    async def race():
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        async with grpc.aio.insecure_channel(delay_engine.target) as channel:
+            batch_call = channel.unary_unary("/yarnrl.v1.PolicyEngine/ScheduleBatch")
+            order = []
+
+            async def batch():
+                resp = await batch_call(data, timeout=120)
+                order.append("batch")
+                return resp
+
+            async def health():
+                await asyncio.sleep(0.05)  # the batch is in the engine by then
+                await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=60)
+                order.append("health")
+
+            resp, _ = await asyncio.gather(batch(), health())
+            return order, pb.ScheduleBatchResponse.FromString(resp)
+
+    order, resp = asyncio.run(race())
+    assert order == ["health", "batch"]
+    assert len(resp.results) == 3000 and sum(a.count for r in resp.results for a in r.assignments) == 3000 * 4
