@@ -307,7 +307,7 @@ class Harness:
 
         batcher = self.batchers[id(engine)]
         try:
-            batch = batcher.decode(parse_batch_request(body))
+            batch = batcher.decode(parse_batch_request(body), body)
         except InvalidRequest:
             return "INVALID_ARGUMENT"
         outstanding = {b.ask.ask_id: b.any for b in batch.asks}

@@ -180,9 +180,11 @@ class AskCache:
         self.current[raw] = ask
 
 
-def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None) -> ScheduleBatch:
+def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
+                 raw_asks: list[bytes] | None = None) -> ScheduleBatch:
     """Validate and decode; raises BatchRefused when the batch is past a limit or its locality table is
-    inconsistent, and records malformed nodes and asks in the result instead of raising."""
+    inconsistent, and records malformed nodes and asks in the result instead of raising. `raw_asks`: each ask's
+    bytes as received (split_batch_asks), the cache's keys; without them an ask is serialized again for its key."""
     n_nodes, n_asks = len(req.nodes), len(req.asks)
     if n_nodes > MAX_BATCH_NODES:
         raise BatchRefused(f"nodes: {n_nodes} nodes exceed the limit of {MAX_BATCH_NODES} per ScheduleBatch call "
@@ -229,7 +231,7 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None) ->
     refused: dict[int, str] = {}
     for i, a in enumerate(req.asks):
         try:
-            raw = a.SerializeToString() if cache is not None and not a.locality else None
+            raw = None if cache is None else raw_asks[i] if raw_asks is not None else a.SerializeToString()
             ask = cache.get(raw) if raw is not None else None
             if ask is None:
                 ask = _ask(a, i, _NO_IDS)
@@ -325,6 +327,38 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None) ->
 _NO_IDS: frozenset[str] = frozenset()
 
 
+def split_batch_asks(data: bytes) -> list[bytes] | None:
+    """The serialized asks (field 3) of a serialized ScheduleBatchRequest, cut from its bytes; None when the
+    message has anything this walk does not expect (the caller then serializes each ask again)."""
+    asks: list[bytes] = []
+    pos, end = 0, len(data)
+    try:
+        while pos < end:
+            tag = data[pos]
+            pos += 1
+            if tag & 7 != 2 or tag > 0x7F:
+                return None  # every top-level field is length-delimited with a one-byte tag
+            size, shift = 0, 0
+            while True:
+                b = data[pos]
+                pos += 1
+                size |= (b & 0x7F) << shift
+                if not b & 0x80:
+                    break
+                shift += 7
+                if shift > 35:
+                    return None
+            nxt = pos + size
+            if nxt > end:
+                return None
+            if tag >> 3 == 3:
+                asks.append(data[pos:nxt])
+            pos = nxt
+    except IndexError:
+        return None
+    return asks
+
+
 def parse_batch_request(data: bytes) -> pb.ScheduleBatchRequest:
     try:
         return pb.ScheduleBatchRequest.FromString(data)
@@ -352,8 +386,12 @@ class BatchScheduler:
         self.max_views = max_views
         self._lr: dict[tuple[str, int, bool], LocalityRequest] = {}
 
-    def decode(self, req: pb.ScheduleBatchRequest) -> ScheduleBatch:
-        return decode_batch(req, self.asks)
+    def decode(self, req: pb.ScheduleBatchRequest, data: bytes | None = None) -> ScheduleBatch:
+        """`data`: the request's bytes, when at hand (the server): the asks' cache keys are cut from them."""
+        raw = split_batch_asks(data) if data is not None else None
+        if raw is not None and len(raw) != len(req.asks):
+            raw = None
+        return decode_batch(req, self.asks, raw)
 
     def decide(self, batch: ScheduleBatch) -> BatchDecision:
         """In-process: the whole batch at once."""

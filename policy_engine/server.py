@@ -168,7 +168,7 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
             await context.abort(grpc.StatusCode.UNIMPLEMENTED,
                                 f"policy {policy.name!r} does not schedule on node heartbeats")
         try:
-            batch = self._batcher.decode(parse_batch_request(request))
+            batch = self._batcher.decode(parse_batch_request(request), request)
         except InvalidRequest as e:
             metrics.errors.labels("schedule_batch", "INVALID_ARGUMENT").inc()
             batch_metrics.refused("batch", 1)

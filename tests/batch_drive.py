@@ -200,7 +200,7 @@ def drive_batched(engine: Engine | None, cluster: Cluster, hbs, arrivals, batch_
             if remote is not None:
                 decision = decode_batch_decision(remote.schedule_batch(req))
             else:
-                decision = scheduler.decide(scheduler.decode(req))
+                decision = scheduler.decide(scheduler.decode(req, req.SerializeToString()))
             assert not decision.refused_asks
             for node, res in zip(nodes, decision.results):
                 assert res.node_id == node.node_id and not res.refusal, res

@@ -296,3 +296,14 @@ def test_a_large_batch_does_not_hold_up_other_calls(delay_engine):
     order, resp = asyncio.run(race())
     assert order == ["health", "batch"]
     assert len(resp.results) == 3000 and sum(a.count for r in resp.results for a in r.assignments) == 3000 * 4
+
+
+def test_asks_are_cut_from_the_request_bytes_as_protobuf_writes_them():
+    from policy_engine.batch import split_batch_asks
+
+    nodes = [Node("h1:1", "h1", "/r1", Resource(8192, 8), Resource(4096, 4))]
+    asks = [Ask(f"a{j}", "application_1_0001", resource=Resource(1024, 1), num_containers=3 + j, submit_time_ms=1,
+                locality=(LocalityRequest("h1", 1),)) for j in range(3)]
+    req = encode_batch(nodes, asks, ClusterSummary(1, 1), "b", ["r"])
+    assert split_batch_asks(req.SerializeToString()) == [a.SerializeToString() for a in req.asks]
+    assert split_batch_asks(b"\x08\x01") is None and split_batch_asks(b"\x1a\x05ab") is None
