@@ -18,11 +18,13 @@ Bad input is refused where it is: a malformed node gets a refusal of its own (IN
 the field) and the other nodes are decided; a malformed ask is left out of every decision and named in
 `refused_asks`; a batch past the limits (MAX_BATCH_NODES, codec.MAX_ASKS, MAX_BATCH_LOCALITY) is refused whole.
 
-Where it pays, the per-ask work is done once per batch with numpy instead of once per node in Python: asks are
-decoded once, each node's view of an ask (its host and rack entries) is built once per change of the ask's
-counts and shared by the nodes that see the same one, and a node on which no ask can fit (its free memory is below
-every live ask's: no resource calculator fits a container in less memory than it asks for) is answered "nothing"
-without calling a policy that declares it decides nothing there (Policy.idle_without_room).
+Where it pays, the per-ask work is done once per batch with numpy instead of once per node in Python: the asks'
+entries arrive as one columnar table read into (name x ask) matrices; asks are decoded once across batches (keyed
+by their bytes); each node's view of the asks is a per-rack list kept across nodes and batches and patched where
+numpy finds an ask's state changed, its "*" count read live (LiveAsk); the asks are put in FIFO order once per
+batch; and a node on which no ask can fit (its free memory is below every live ask's: no resource calculator fits
+a container in less memory than it asks for) is answered "nothing" without calling a policy that declares it
+decides nothing there (Policy.idle_without_room).
 """
 
 from __future__ import annotations
@@ -438,7 +440,10 @@ class BatchScheduler:
         hit = self.cells.get(id(a))
         if hit is None or hit[0] is not a:
             if len(self.cells) >= self.max_views:
+                # views hold their ask's cell: with the cells go the views (else a view would read a stale cell)
                 self.cells.clear()
+                self.views.clear()
+                self.rack_views.clear()
             hit = self.cells[id(a)] = (a, [0])
         return hit[1]
 
