@@ -184,12 +184,14 @@ def batch_request(pending: list[PendingAsk], cluster: Cluster, nodes: list[Node]
 
 
 def drive_batched(engine: Engine | None, cluster: Cluster, hbs, arrivals, batch_size: int,
-                  remote=None, columnar: bool = True) -> list[Placement]:
+                  remote=None, columnar: bool = True, max_views: int | None = None) -> list[Placement]:
     """The same heartbeats in ScheduleBatch calls of `batch_size` nodes (rounds are cut into batches), in-process or
     over gRPC (`remote`: a PolicyEngineClient), the RM booking every node's answer in order."""
     from policy_engine.batch import decode_batch_decision
 
-    scheduler = BatchScheduler(engine) if engine is not None else None
+    scheduler = None
+    if engine is not None:
+        scheduler = BatchScheduler(engine) if max_views is None else BatchScheduler(engine, max_views=max_views)
     pending: list[PendingAsk] = []
     out: list[Placement] = []
     for r, hb in enumerate(hbs):

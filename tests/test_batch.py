@@ -55,6 +55,8 @@ def test_batched_placements_equal_per_heartbeat_placements(name, options, seed):
         assert batched == single, f"{name}: batches of {size} placed differently"
     # the same with each ask's entries inside the ask instead of the batch's locality table
     assert drive_batched(Engine(make(name, options)), cluster, hbs, arrivals, 8, columnar=False) == single
+    # and with view caches so small that they are cleared all the time
+    assert drive_batched(Engine(make(name, options)), cluster, hbs, arrivals, 8, max_views=10) == single
 
 
 def test_delay_counts_missed_opportunities_per_node_of_a_batch():
