@@ -1,6 +1,6 @@
 """The same ordered node heartbeats driven through the per-heartbeat path (one ScheduleRequest each) and the batched
 path (ScheduleBatch, the asks once per batch), with the ResourceManager's bookkeeping between answers as YARN does
-it. Used by tests/test_batch.py and benchmarks/engine_batching.py."""
+it. Used by tests/test_batch.py."""
 
 from __future__ import annotations
 
