@@ -24,10 +24,11 @@ def translate_error(e: BaseException) -> BaseException | None:
     from emulator.training import IncompatibleAlgorithm, UnknownAlgorithm
     from emulator.yarn.cluster import SimulationError
     from emulator.yarn.traces import TraceError
+    from emulator.calibration import CalibrationError
 
     if isinstance(e, (UnknownScenario, UnknownAlgorithm, IncompatibleAlgorithm)):
         return UsageError(str(e))
-    if isinstance(e, (EngineMismatch, SimulationError, TraceError)):
+    if isinstance(e, (EngineMismatch, SimulationError, TraceError, CalibrationError)):
         return CommandFailed(str(e))
     return engine_errors(e)
 
@@ -35,7 +36,13 @@ def translate_error(e: BaseException) -> BaseException | None:
 def _scenario(args):
     from emulator.scenario import get_scenario
 
-    return get_scenario(args.scenario, **parse_options(args.param, "--param"))
+    params = parse_options(args.param, "--param")
+    if getattr(args, "calibration", None) is not None:
+        if not args.scenario.startswith("locality-"):
+            raise UsageError(f"--calibration is for the locality-* scenarios (the node-heartbeat emulator), not "
+                             f"{args.scenario!r}")
+        params["calibration"] = existing_file(args.calibration)
+    return get_scenario(args.scenario, **params)
 
 
 def _check_common(args) -> None:
@@ -277,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--episodes", type=int, help=episodes_help)
         sp.add_argument("--seed", type=int, default=0, help="seed of episode 0; episode i uses seed+i (default 0)")
         sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+        sp.add_argument("--calibration", metavar="FILE",
+                        help="locality-* scenarios: run the time model and cluster shape fitted to real runs by "
+                             "`emulator calibrate` (--param values override the shape)")
 
     s = sub.add_parser("scenarios", help="list scenarios")
     s.add_argument("--json", action="store_true", help="print one JSON object")
@@ -337,8 +347,83 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--no-progress", action="store_true", help="no progress bar")
     rp.set_defaults(fn=cmd_replay)
 
+    cal = sub.add_parser(
+        "calibrate", help="fit the node-heartbeat emulator's time model to real runs (real_locality results)",
+        description="Fit the locality emulator's time model (ApplicationMaster and task start-up, job commit, CPU "
+                    "factor, shaped-link efficiency; equations in emulator/yarn/timing.py) to the results of "
+                    "benchmarks/real_locality.py runs on one cluster shape, and write a calibration file that "
+                    "`emulator run/compare/train --calibration FILE` and yarnrl/Locality-v0 (calibration=FILE) use.",
+        epilog="Refused with one line: fewer than 6 policy runs, runs of different cluster shapes, a decision log "
+               "that does not match the results. Example: emulator calibrate --runs "
+               "benchmarks/results/real_locality/real_locality-docker-sort-4mb-rep1-egress5mbit-r3.json "
+               "benchmarks/results/real_locality/real_locality-docker-wordcount-4mb-rep1-egress5mbit-r3.json "
+               "--out models/calibration-docker-egress5.json")
+    cal.add_argument("--runs", nargs="+", required=True, metavar="RESULTS_JSON",
+                     help="real_locality results files (one cluster shape)")
+    cal.add_argument("--out", required=True, metavar="FILE", help="the calibration file to write (JSON)")
+    cal.add_argument("--decision-log", metavar="DIR", help="the engine's decision log of these runs, checked "
+                                                           "against the results")
+    cal.add_argument("--predict", nargs="+", metavar="RESULTS_JSON",
+                     help="held-out results of the same shape: print the calibrated emulator's prediction beside "
+                          "them (not fitted)")
+    cal.add_argument("--episodes", type=int, default=3, help="emulator episodes per prediction (default 3)")
+    cal.add_argument("--max-load", type=float, metavar="LOAD",
+                     help="leave out runs that ended at a 1-min load average above LOAD (a shared machine)")
+    cal.add_argument("--max-evaluations", type=int, default=60, help="fit budget in emulator evaluations "
+                                                                      "(default 60)")
+    cal.add_argument("--json", action="store_true", help="last line of stdout is one JSON object")
+    cal.add_argument("--no-progress", action="store_true", help="no progress output")
+    cal.set_defaults(fn=cmd_calibrate)
+
     add_debug_flag(p)
     return p
+
+
+def cmd_calibrate(args) -> int:
+    from emulator.calibration import calibrate, format_rows, load_points, residual_table, ranking_preserved
+    from emulator.yarn.timing import TimeModel
+
+    for path in [*args.runs, *(args.predict or [])]:
+        existing_file(path)
+    if args.decision_log is not None and not Path(args.decision_log).is_dir():
+        raise UsageError(f"--decision-log {args.decision_log} is not a directory")
+    if args.episodes < 1 or args.max_evaluations < 5:
+        raise UsageError("--episodes must be at least 1 and --max-evaluations at least 5")
+    out = Path(args.out)
+    if out.is_dir():
+        raise UsageError(f"--out {args.out} is a directory; it names the calibration file")
+    doc = calibrate(args.runs, args.episodes, args.decision_log, args.max_load, progress=not args.no_progress,
+                    max_nfev=args.max_evaluations)
+    if args.predict:
+        points, shape, _ = load_points(args.predict, args.max_load)
+        if shape != doc["shape"]:
+            diff = ", ".join(f"{k} {doc['shape'].get(k)} vs {shape.get(k)}" for k in shape
+                             if shape.get(k) != doc["shape"].get(k))
+            raise CommandFailed(f"--predict runs of another cluster shape: {diff}")
+        rows = residual_table(points, TimeModel.from_dict(doc["times"]), args.episodes)
+        doc["held_out"] = {"residuals": rows, "ranking_preserved": ranking_preserved(rows)}
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(doc, indent=1) + "\n")
+    except OSError as e:
+        raise CommandFailed(f"cannot write --out {args.out}: {e.strerror or e}") from None
+    if not args.json:
+        t = doc["times"]
+        print(f"calibrated on {doc['runs']} runs ({', '.join(Path(s['path']).name for s in doc['sources'])}); "
+              f"{doc['fit']['evaluations']} evaluations, {doc['fit']['seconds']} s")
+        print("  " + ", ".join(f"{k} {t[k]:.3g}" for k in doc["fitted"]))
+        print("fit residuals:\n" + format_rows(doc["residuals"]))
+        if args.predict:
+            print("held out:\n" + format_rows(doc["held_out"]["residuals"]))
+        for exp, rank in (doc.get("held_out") or doc)["ranking_preserved"].items():
+            print(f"ranking {exp}: cluster {' < '.join(rank['cluster'])}, emulator {' < '.join(rank['emulator'])}; "
+                  f"{rank['kept']}/{rank['separated_pairs']} orders the runs separate kept")
+        print(f"wrote {out}")
+    print(json.dumps({k: doc[k] for k in ("times", "fitted", "runs", "max_abs_error", "mean_abs_error",
+                                          "ranking_preserved")} | ({"held_out": doc["held_out"]} if args.predict
+                                                                   else {})) if args.json else "",
+          end="\n" if args.json else "")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
