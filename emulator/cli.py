@@ -130,8 +130,10 @@ def cmd_run(args) -> int:
     _prebuild_for_spawn(args, [args.policy], models)
     result = compare(scenario, [args.policy], args.episodes or scenario.default_episodes, args.seed,
                      models=models, remote=args.remote, progress=not args.no_progress, timeout=args.timeout,
-                     decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb, shadow=args.shadow)
-    result["mode"] = "shadow" if args.shadow else "remote" if args.remote else "in-process"
+                     decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb, shadow=args.shadow,
+                     batched=args.batched)
+    result["mode"] = ("shadow" if args.shadow else "remote" if args.remote else "in-process") + (
+        " batched" if args.batched else "")
     if not args.json:
         print(format_table(result))
     print(json.dumps(result) if args.json else "", end="\n" if args.json else "")
@@ -338,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="shadow mode, as the plugin's yarnrl.engine.mode=shadow: ask the engine at --remote (policy "
                         "--policy) without applying its answers and place with NATIVE in process (YARN's stand-in, "
                         "e.g. delay); the metrics are NATIVE's, the engine records the comparison")
+    r.add_argument("--batched", action="store_true",
+                   help="send every heartbeat through the batched path (ScheduleBatch), as a plugin that batches "
+                        "does; the decisions are the same")
     r.add_argument("--json", action="store_true", help="last line of stdout is one JSON object")
     decision_log_options(r)
     r.set_defaults(fn=cmd_run)

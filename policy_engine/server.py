@@ -35,8 +35,16 @@ from policy_engine.codec import (
     encode_schedule_decision_bytes,
     parse_schedule_request,
 )
+from policy_engine.batch import (
+    MAX_BATCH_NODES,
+    BatchScheduler,
+    encode_batch_decision_bytes,
+    parse_batch_request,
+)
+from policy_engine.codec import MAX_ASKS
 from policy_engine.engine import Engine, EngineMetrics, clip_schedule
-from policy_engine.policy import REPORT_CAPABILITY, SCHEDULE, ObservationMismatch, Policy
+from policy_engine.policy import (REPORT_CAPABILITY, SCHEDULE, SCHEDULE_BATCH_CAPABILITY, ObservationMismatch,
+                                  Policy)
 from policy_engine.proto import SERVICE_NAME, pb, pb_grpc
 from policy_engine.security import ServerSecurity, TokenAuthInterceptor
 from policy_engine.types import (
@@ -70,8 +78,14 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
     def __init__(self, engine: Engine, metrics: EngineMetrics):
         self.engine = engine
         self.metrics = metrics
-        self._latency = {rpc: metrics.latency.labels(rpc) for rpc in ("schedule", "route", "report")}
+        self._latency = {rpc: metrics.latency.labels(rpc) for rpc in ("schedule", "route", "report",
+                                                                       "schedule_batch")}
         self._decoder = ScheduleDecoder()
+        self._batcher = BatchScheduler(engine)
+        # Batches are decided one at a time, in arrival order (their node views share live counts); other calls
+        # are answered between a batch's slices.
+        self._batch_lock = asyncio.Lock()
+        self._batch = BatchMetrics(metrics)
 
     # ------------------------------------------------------------ messages <-> engine (the codec does the rest)
 
@@ -105,10 +119,13 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
 
     def info_message(self) -> pb.GetInfoResponse:
         policy = self.engine.policy
+        capabilities = policy.capabilities | {REPORT_CAPABILITY}
+        if SCHEDULE in capabilities:
+            capabilities |= {SCHEDULE_BATCH_CAPABILITY}
         return pb.GetInfoResponse(
             protocol_version=PROTOCOL_VERSION, policy=policy.name, model_version=policy.model_version,
-            model_checksum=policy.model_checksum, capabilities=sorted(policy.capabilities | {REPORT_CAPABILITY}),
-            engine_version=__version__,
+            model_checksum=policy.model_checksum, capabilities=sorted(capabilities),
+            engine_version=__version__, max_batch_nodes=MAX_BATCH_NODES, max_batch_asks=MAX_ASKS,
         )
 
     def _call(self, rpc: str, fn, request):
@@ -143,6 +160,50 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
                 yield self._call("schedule", self.schedule_bytes, request)
             except _Refused as r:
                 await context.abort(r.code, f"request {_request_id(request)!r}: {r.message}")
+
+    async def ScheduleBatch(self, request: bytes, context):
+        """Many node heartbeats, the asks once (policy_engine.batch). Decided on the event loop's thread (the
+        engine's state is not shared across threads) in slices of about 2 ms, handing the loop back between
+        slices: a 10,000-node batch does not hold up health checks or other calls."""
+        t0 = time.perf_counter()
+        metrics, batch_metrics = self.metrics, self._batch
+        policy = self.engine.policy
+        if SCHEDULE not in policy.capabilities:
+            metrics.errors.labels("schedule_batch", "UNIMPLEMENTED").inc()
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                                f"policy {policy.name!r} does not schedule on node heartbeats")
+        try:
+            batch = self._batcher.decode(parse_batch_request(request), request)
+        except InvalidRequest as e:
+            metrics.errors.labels("schedule_batch", "INVALID_ARGUMENT").inc()
+            batch_metrics.refused("batch", 1)
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"batch refused: {e}")
+        except Exception as e:  # a decoder bug: said as INTERNAL, never gRPC's UNKNOWN
+            log.exception("schedule_batch: decoding failed")
+            metrics.errors.labels("schedule_batch", "INTERNAL").inc()
+            await context.abort(grpc.StatusCode.INTERNAL,
+                                f"schedule_batch failed in the engine: {type(e).__name__}: {e}")
+        async with self._batch_lock:
+            steps = self._batcher.steps(batch)
+            try:
+                while True:
+                    next(steps)
+                    await asyncio.sleep(0)  # let other calls in between slices of the batch
+                    if context.cancelled():  # the caller gave up (its deadline passed): it schedules natively
+                        batch_metrics.refused("abandoned", 1)
+                        return b""
+            except StopIteration as stop:
+                decision = stop.value
+            except Exception as e:  # a policy bug: the caller falls back for the whole batch
+                log.exception("schedule_batch failed")
+                metrics.errors.labels("schedule_batch", "INTERNAL").inc()
+                await context.abort(grpc.StatusCode.INTERNAL,
+                                    f"schedule_batch failed in the engine: {type(e).__name__}: {e}")
+        policy = self.engine.policy
+        out = encode_batch_decision_bytes(decision, policy.name, policy.model_version)
+        batch_metrics.observe(batch, decision)
+        self._latency["schedule_batch"].observe(time.perf_counter() - t0)
+        return out
 
     async def Route(self, request, context):
         return await self._unary("route", self.route_message, request, context)
@@ -185,6 +246,39 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         context.set_trailing_metadata((("yarnrl-asks-total", str(self.engine.asks_seen)),
                                        ("yarnrl-asks-with-blocks", str(self.engine.asks_with_blocks))))
         return self.info_message()
+
+
+class BatchMetrics:
+    """Prometheus metrics of the batched path, in the engine's registry."""
+
+    def __init__(self, metrics: EngineMetrics):
+        from prometheus_client import Counter, Histogram
+
+        registry = metrics.registry
+        self.nodes = Histogram("yarnrl_batch_nodes", "Nodes per ScheduleBatch call",
+                               buckets=(1, 4, 16, 64, 128, 256, 512, 1024, 4096, 10_000), registry=registry)
+        self.outcomes = Counter("yarnrl_batch_node_answers", "Nodes of ScheduleBatch calls by outcome: decided (a "
+                                "policy call), idle (nothing fits: answered without one), refused (malformed node)",
+                                ["outcome"], registry=registry)
+        self.refusals = Counter("yarnrl_batch_refused", "Refusals on the batched path: a whole batch (past a "
+                                "limit, unparsable), a node, an ask; and batches abandoned half-decided because "
+                                "the caller cancelled (its deadline passed)", ["what"], registry=registry)
+        self._outcome = {k: self.outcomes.labels(k) for k in ("decided", "idle", "refused")}
+        self._refused = {k: self.refusals.labels(k) for k in ("batch", "node", "ask", "abandoned")}
+
+    def refused(self, what: str, n: int) -> None:
+        if n:
+            self._refused[what].inc(n)
+
+    def observe(self, batch, decision) -> None:
+        n = len(batch.nodes)
+        self.nodes.observe(n)
+        refused = len(batch.node_errors)
+        self._outcome["refused"].inc(refused)
+        self._outcome["idle"].inc(decision.idle_nodes)
+        self._outcome["decided"].inc(n - refused - decision.idle_nodes)
+        self.refused("node", refused)
+        self.refused("ask", len(batch.ask_errors))
 
 
 class _Malformed:
@@ -278,7 +372,7 @@ class _RawScheduleRequests:
     request deserializer), so the server's ScheduleDecoder reads it, and answering serialized responses (no
     response serializer); every other method is as generated."""
 
-    RAW = ("Schedule", "ScheduleStream")
+    RAW = ("Schedule", "ScheduleStream", "ScheduleBatch")
 
     def __init__(self, server):
         self.server = server
