@@ -203,6 +203,11 @@ def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
                                shadow=req.shadow)
 
 
+def request_is_shadow(data: bytes) -> bool:
+    """ScheduleRequest.shadow of a serialized request (a decision log's `observation`)."""
+    return parse_schedule_request(data).shadow
+
+
 def parse_schedule_request(data: bytes) -> pb.ScheduleRequest:
     try:
         return pb.ScheduleRequest.FromString(data)

@@ -80,8 +80,8 @@ def shadow_comparison(directory) -> dict | None:
     """The counterfactual locality mix of a decision log: for its shadow decisions (ScheduleRequest.shadow in the
     logged observation), the engine's assignments against YARN's ContainerStarted events naming them. None when
     the log holds no shadow decision."""
+    from policy_engine.codec import request_is_shadow
     from policy_engine.decision_log import read_decisions, read_events
-    from policy_engine.proto import pb
 
     decisions = read_decisions(directory).select(["decision_id", "rpc", "assignments", "observation"]).to_pylist()
     shadow: dict[str, frozenset[str]] = {}
@@ -89,7 +89,7 @@ def shadow_comparison(directory) -> dict | None:
     for row in decisions:
         if row["rpc"] != "schedule" or not row["observation"]:
             continue
-        if not pb.ScheduleRequest.FromString(row["observation"]).shadow:
+        if not request_is_shadow(row["observation"]):
             continue
         shadow[row["decision_id"]] = frozenset(a["ask_id"] for a in row["assignments"] if a["count"] > 0)
         for a in row["assignments"]:

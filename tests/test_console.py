@@ -132,3 +132,25 @@ def test_console_with_a_token(engine_factory, tmp_path):
     status, headers, _ = _get(url + "?token=s3cret-token-value")
     assert status == 200 and "HttpOnly" in headers["Set-Cookie"]
     assert _get(url + "api/state", {"Cookie": headers["Set-Cookie"].split(";")[0]})[0] == 200
+
+
+def test_shadow_comparison_is_in_the_decision_log_and_replay_prints_it(engine_factory, tmp_path):
+    log_dir = tmp_path / "log"
+    engine = engine_factory("delay", "--decision-log", str(log_dir))
+    obs = warm_up_observation()
+    engine.client.schedule(encode_schedule(obs))  # an active decision: not part of the comparison
+    req = encode_schedule(obs)
+    req.shadow = True
+    shadow = engine.client.schedule(req)
+    placed = sum(a.count for a in shadow.assignments)
+    ask = shadow.assignments[0].ask_id
+    engine.client.report_events([ContainerStarted(decision_id=shadow.decision_id, container_id=f"c{i}",
+                                                  node_id=obs.node.node_id, ask_id=ask, locality=Locality.NODE_LOCAL)
+                                 for i in range(3)])
+    assert engine.stop() == 0  # closes the log's files
+    r = subprocess.run([sys.executable, "-m", "emulator.cli", "replay", "--log", str(log_dir), "--policies", "fifo",
+                        "--json", "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])["shadow"]
+    assert got["decisions"] == 1 and sum(got["engine"].values()) == placed
+    assert got["yarn"] == {"node_local": 3} and got["placements"] == {"agree": 3, "differ": 0}
