@@ -56,6 +56,24 @@ public interface RlSchedulerMXBean {
   /** Heartbeats scheduled natively because the engine speaks a protocol version this plugin does not. */
   long getFallbacksVersionMismatch();
 
+  /** Heartbeats scheduled natively because an ask had waited for the engine past its heartbeat cap (WaitCap). */
+  long getFallbacksWaitHeartbeats();
+
+  /** Heartbeats scheduled natively because an ask had waited for the engine past its time cap (WaitCap). */
+  long getFallbacksWaitTime();
+
+  /** Asks whose wait for the engine reached a cap (once per wait). */
+  long getAsksPastWaitCap();
+
+  /** Engine-placed containers not applied because the ask or the node changed while the answer was on its way. */
+  long getAnswerContainersDiscarded();
+
+  /** The scheduler-wide wait cap (yarnrl.engine.wait.max-heartbeats / max-ms). */
+  String getWaitCap();
+
+  /** The RM's ResourceCalculator the plugin checks with and tells the engine about. */
+  String getResourceCalculator();
+
   /** The engine's GetInfo.protocol_version at the last handshake ("" before the first). */
   String getEngineProtocolVersion();
 
