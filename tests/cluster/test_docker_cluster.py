@@ -153,6 +153,15 @@ def test_engine_answering_invalid_schedules_is_refused_then_recovers(cluster):
     assert r["fallbacks"]["invalid_answer"] > 0, r
 
 
+def test_engine_that_only_waits_cannot_starve_a_job(cluster):
+    r = _fault_case(cluster, "waits", unhealthy=False)
+    # every answer of docker/invalid_engine.py --kinds wait is valid and empty: the plugin schedules each ask natively
+    # once it has waited its cap (issue 23), counted by reason; nothing is refused as invalid
+    assert r["fallbacks"]["wait_heartbeats"] + r["fallbacks"]["wait_time"] > 0, r
+    assert r["fallbacks"]["invalid_answer"] == 0
+    assert r["fallbacks"]["timeout"] + r["fallbacks"]["unavailable"] == 0, r
+
+
 def test_network_path_cut_falls_back_then_recovers(cluster):
     r = _fault_case(cluster, "netcut")
     # open connections reset, new ones reset on accept: calls fail as unavailable (or, once 3 failed, the breaker)

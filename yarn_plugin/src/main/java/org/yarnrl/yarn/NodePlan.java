@@ -67,11 +67,18 @@ final class NodePlan {
     return r;
   }
 
-  /** Containers the plan allowed that were not placed (so far). */
-  synchronized int unused() {
+  /**
+   * Containers the plan allowed for asks that have nothing pending any more (the AM withdrew them, or the
+   * application left, while the answer was on its way): discarded. (What CapacityScheduler itself did not place in
+   * this pass, e.g. past its one off-switch assignment per heartbeat, is not counted: the engine is asked again.)
+   */
+  synchronized int unusedWithdrawn(Snapshots.Snapshot snapshot) {
     int n = 0;
-    for (int r : remaining.values()) {
-      n += Math.max(0, r);
+    for (Map.Entry<String, Integer> e : remaining.entrySet()) {
+      Snapshots.AskRef ref = snapshot.asks.get(e.getKey());
+      if (e.getValue() > 0 && ref != null && !Snapshots.pendingNow(ref.app, ref.key)) {
+        n += e.getValue();
+      }
     }
     return n;
   }

@@ -69,7 +69,7 @@ public class RlAppPlacementAllocator<N extends SchedulerNode> extends LocalityAp
       // queue isolation: only the engine queues wait for the engine's plan. While a node is held for the engine,
       // another queue allocates there within its guaranteed capacity (beyond it, CapacityScheduler would have served
       // the engine queue first, so that part waits for the answer)
-      return plan != NodePlan.HOLD || scheduler.withinGuarantee(appSchedulingInfo.getQueue());
+      return plan != NodePlan.HOLD || scheduler.withinGuarantee(appSchedulingInfo.getApplicationAttemptId());
     }
     if (plan == NodePlan.HOLD || !plan.allows(askId)) {
       return false;

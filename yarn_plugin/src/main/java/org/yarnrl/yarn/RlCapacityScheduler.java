@@ -251,8 +251,10 @@ public class RlCapacityScheduler extends CapacityScheduler {
     return engine;
   }
 
-  /** Whether a queue uses less than its guaranteed capacity (default partition). */
-  boolean withinGuarantee(Queue queue) {
+  /** Whether the attempt's queue uses less than its guaranteed capacity (default partition). */
+  boolean withinGuarantee(ApplicationAttemptId attempt) {
+    FiCaSchedulerApp app = getApplicationAttempt(attempt);
+    Queue queue = app == null ? null : app.getQueue();
     if (!(queue instanceof CSQueue)) {
       return true;
     }
@@ -368,8 +370,8 @@ public class RlCapacityScheduler extends CapacityScheduler {
     }
     NodePlan plan = NodePlan.of(answer.response, answer.snapshot);
     pass(nm, plan);
-    // what the plan allowed and this pass did not place: the ask changed meanwhile, or no room is left
-    rlMetrics.answerContainersDiscarded.add(plan.unused());
+    // what the plan allowed for asks withdrawn meanwhile (resized ones are discarded in precheckNode)
+    rlMetrics.answerContainersDiscarded.add(plan.unusedWithdrawn(answer.snapshot));
     engine.applied();
     waitCap.answered(answer.snapshot, answer.response, System.currentTimeMillis());
     rlMetrics.engineNanos.add(System.nanoTime() - start);

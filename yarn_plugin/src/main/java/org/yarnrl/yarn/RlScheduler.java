@@ -122,6 +122,16 @@ public class RlScheduler extends FifoSchedulerBase {
     return rlMetrics;
   }
 
+  /** The plugin's wait caps (tests, web view). */
+  WaitCap waitCap() {
+    return waitCap;
+  }
+
+  /** The engine path, or null (web view). */
+  EnginePath enginePath() {
+    return engine;
+  }
+
   private void report(Event.Builder event) {
     if (engine != null) {
       engine.report(event.setTimestampMs(System.currentTimeMillis()).build());

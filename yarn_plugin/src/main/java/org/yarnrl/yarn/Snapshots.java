@@ -146,6 +146,12 @@ final class Snapshots {
         onRack == null ? 0 : onRack.getNumContainers(), node.getRackName()) != null;
   }
 
+  /** Whether the ask has pending containers now (its own allocator, without the attempt's lock). */
+  static boolean pendingNow(FiCaSchedulerApp app, SchedulerRequestKey key) {
+    AppPlacementAllocator<?> placement = app.getAppSchedulingInfo().getAppPlacementAllocator(key);
+    return !app.isStopped() && placement != null && placement.getPendingAsk(ResourceRequest.ANY).getCount() > 0;
+  }
+
   static String askId(FiCaSchedulerApp app, SchedulerRequestKey key) {
     return askId(app.getApplicationAttemptId(), key);
   }

@@ -186,7 +186,7 @@ final class WaitCap {
       Snapshots.AskRef ref = e.getValue();
       if (given.contains(e.getKey())) {
         waits.remove(e.getKey());
-      } else if (ref.placeable && ref.outstanding > 0) {
+      } else if (ref.placeable && ref.outstanding > 0 && Snapshots.pendingNow(ref.app, ref.key)) {
         Wait w = waits.computeIfAbsent(e.getKey(), k -> new Wait(ref.app, ref.key, queuePath(ref.app), nowMs));
         w.heartbeats++;
       }
@@ -237,8 +237,8 @@ final class WaitCap {
     for (java.util.Iterator<Map.Entry<String, Wait>> it = waits.entrySet().iterator(); it.hasNext();) {
       Map.Entry<String, Wait> e = it.next();
       Wait w = e.getValue();
-      if (w.app.isStopped()) {
-        it.remove();
+      if (!Snapshots.pendingNow(w.app, w.key)) {
+        it.remove(); // the application left, or the ask went (withdrawn, or placed elsewhere)
         continue;
       }
       Limit limit = limits.apply(w.queuePath);
