@@ -108,6 +108,7 @@ public class RlScheduler extends FifoSchedulerBase {
   public void serviceStart() throws Exception {
     super.serviceStart();
     mbeanName = EnginePath.registerBean(rlMetrics);
+    RlSchedulerPage.register(this);
   }
 
   @Override

@@ -22,6 +22,9 @@ public interface RlSchedulerMXBean {
   /** Model version changes seen on an engine while it was active (live reloads). */
   long getModelChanges();
 
+  /** The policy the engine serves (its GetInfo answer at the handshake). */
+  String getEnginePolicy();
+
   /** CLOSED (engine used), OPEN (engine skipped until the open period ends), HALF_OPEN (next call probes it). */
   String getBreakerState();
 

@@ -9,6 +9,7 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   volatile String lastCallError = "";
   volatile String engineHealth = "";
   volatile String engineModelVersion = "";
+  volatile String enginePolicy = "";
   final LongAdder failovers = new LongAdder();
   final LongAdder modelChanges = new LongAdder();
   final LongAdder nodeUpdates = new LongAdder();
@@ -75,6 +76,11 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public String getEngineModelVersion() {
     return engineModelVersion;
+  }
+
+  @Override
+  public String getEnginePolicy() {
+    return enginePolicy;
   }
 
   @Override

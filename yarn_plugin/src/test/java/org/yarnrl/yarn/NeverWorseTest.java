@@ -341,6 +341,58 @@ class NeverWorseTest {
     }
   }
 
+  // ---------------------------------------------------------------------------------------- the RM's own views
+
+  /**
+   * The RM web UI's Scheduler page answers 200 (it was HTTP 500 for RlScheduler: no scheduler page class) and
+   * shows the queue and the engine's state; /ws/v1/cluster/scheduler answers 200 (it was 404 "Unknown scheduler
+   * configured") and /ws/v1/cluster/scheduler/yarnrl gives the engine's state, for both scheduler classes, configured
+   * as the deploy snippet does.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {FIFO, CAPACITY})
+  void theSchedulerPageAndTheRestEndpointAnswer(String scheduler) throws Exception {
+    YarnConfiguration conf = conf(scheduler, engine.address());
+    int port;
+    try (java.net.ServerSocket free = new java.net.ServerSocket(0)) {
+      port = free.getLocalPort();
+    }
+    conf.setBoolean("mockrm.webapp.enabled", true);
+    conf.set(YarnConfiguration.RM_WEBAPP_ADDRESS, "127.0.0.1:" + port);
+    conf.set("yarn.http.rmwebapp.scheduler.page.class", RlSchedulerPage.class.getName());
+    conf.set("yarn.webapp.custom.webservice.class", RlWebServices.class.getName());
+    try (MockCluster c = new MockCluster(conf, 2, 4096, 4)) {
+      awaitHandshake(c);
+      MockAM am = c.startApp("default", "alice");
+      String base = "http://127.0.0.1:" + port;
+      String page = get(base + "/cluster/scheduler", 200);
+      String rest = get(base + "/ws/v1/cluster/scheduler", 200);
+      String state = get(base + "/ws/v1/cluster/scheduler/yarnrl", 200);
+      if (scheduler.equals(FIFO)) {
+        assertTrue(page.contains("yarn-rl engine") && page.contains("breakerState") && page.contains("CLOSED")
+            && page.contains(am.getApplicationAttemptId().getApplicationId().toString()), page);
+        assertTrue(rest.contains("fifoScheduler") && rest.contains("\"numNodes\":2"), rest);
+      } else {
+        assertTrue(page.contains("Capacity Scheduler") || page.contains("root"), page);
+        assertTrue(rest.contains("capacityScheduler"), rest);
+      }
+      assertTrue(state.contains("\"scheduler\":\"" + scheduler + "\"") && state.contains("\"breakerState\":\"CLOSED\"")
+          && state.contains("\"enginePolicy\":\"fifo\"") && state.contains("\"waitHeartbeats\":0"), state);
+    }
+  }
+
+  private static String get(String url, int status) throws Exception {
+    java.net.HttpURLConnection conn = (java.net.HttpURLConnection) new java.net.URL(url).openConnection();
+    conn.setRequestProperty("Accept", "application/json, text/html");
+    conn.setConnectTimeout(10_000);
+    conn.setReadTimeout(30_000);
+    int code = conn.getResponseCode();
+    java.io.InputStream in = code >= 400 ? conn.getErrorStream() : conn.getInputStream();
+    String body = in == null ? "" : new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+    assertEquals(status, code, url + ": " + body.substring(0, Math.min(2000, body.length())));
+    return body;
+  }
+
   // ---------------------------------------------------------------------------------------- scripted engines
 
   private static ScheduleResponse nothing(ScheduleRequest req) {
