@@ -172,21 +172,31 @@ final class WaitCap {
   }
 
   /**
-   * An answer was applied: every ask of its request that could have gone on the node (fitted and allowed there) but
-   * got no container waits one more heartbeat; one that got a container no longer waits.
+   * An answer was applied: every ask of its request that could have gone on the node (allowed there, and fitting
+   * what the answer leaves free) but got no container waits one more heartbeat; one that got a container no longer
+   * waits.
    */
   void answered(Snapshots.Snapshot snapshot, ScheduleResponse response, long nowMs) {
     java.util.Set<String> given = new java.util.HashSet<>();
+    org.apache.hadoop.yarn.api.records.Resource left =
+        org.apache.hadoop.yarn.util.resource.Resources.clone(snapshot.nodeFree);
     for (Assignment a : response.getAssignmentsList()) {
-      if (a.getCount() > 0) {
+      Snapshots.AskRef ref = snapshot.asks.get(a.getAskId());
+      if (a.getCount() > 0 && ref != null) {
         given.add(a.getAskId());
+        org.apache.hadoop.yarn.util.resource.Resources.subtractFrom(left,
+            org.apache.hadoop.yarn.util.resource.Resources.multiply(ref.capability, a.getCount()));
       }
     }
     for (Map.Entry<String, Snapshots.AskRef> e : snapshot.asks.entrySet()) {
       Snapshots.AskRef ref = e.getValue();
       if (given.contains(e.getKey())) {
         waits.remove(e.getKey());
-      } else if (ref.placeable && ref.outstanding > 0 && Snapshots.pendingNow(ref.app, ref.key)) {
+      } else if (ref.placeable && ref.outstanding > 0
+          // the engine left room it could have used: what its answer leaves free still fits the ask (an ask that
+          // lost the node to others the engine placed there, FIFO's order, did not wait on the engine)
+          && ResourceFit.fits(snapshot.calculator, ref.capability, 1, left)
+          && Snapshots.pendingNow(ref.app, ref.key)) {
         Wait w = waits.computeIfAbsent(e.getKey(), k -> new Wait(ref.app, ref.key, queuePath(ref.app), nowMs));
         w.heartbeats++;
       }
