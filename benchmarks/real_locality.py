@@ -39,7 +39,8 @@ replication 2 on 4 nodes: half), and an `<N>mb` size gives blocks large enough f
 and caps its remote reads at the same rate; --clqlmrs-model models/clqlmrs-docker-rep1.safetensors is the table
 trained on that shape.
 
-    python docker/cluster.py up --nm-vcores 8 --worker-egress-mbit 5     # 8 vcores: as many maps as YARN places
+    python docker/cluster.py up --worker-egress-mbit 5     # default NodeManagers (4,096 MB / 4 vcores): since
+                                                           # issue 23 the engine counts what YARN's calculator counts
     .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \\
         --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 3 \\
         --seed 3 --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
