@@ -56,6 +56,9 @@ final class RlWebView {
     s.put("breakerState", m.getBreakerState());
     s.put("resourceCalculator", m.getResourceCalculator());
     s.put("waitCap", m.getWaitCap());
+    if (cap != null) { // the heartbeat cap in force now (the derived one grows with the cluster)
+      s.put("waitCapHeartbeats", cap.heartbeatCap(cap.schedulerLimit(), scheduler.getNumClusterNodes()));
+    }
     s.put("asksWaiting", cap == null ? 0 : cap.waiting());
     s.put("longestWaitHeartbeats", cap == null ? 0 : cap.longestWait());
     s.put("engineDecisions", m.getEngineDecisions());
