@@ -21,6 +21,12 @@ class Locality(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LOCALITY_NODE_LOCAL: _ClassVar[Locality]
     LOCALITY_RACK_LOCAL: _ClassVar[Locality]
     LOCALITY_OFF_SWITCH: _ClassVar[Locality]
+
+class ResourceCalculatorKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RESOURCE_CALCULATOR_UNSPECIFIED: _ClassVar[ResourceCalculatorKind]
+    RESOURCE_CALCULATOR_MEMORY: _ClassVar[ResourceCalculatorKind]
+    RESOURCE_CALCULATOR_DOMINANT: _ClassVar[ResourceCalculatorKind]
 JOB_CATEGORY_UNSPECIFIED: JobCategory
 JOB_CATEGORY_REGULAR: JobCategory
 JOB_CATEGORY_TIME_CRITICAL: JobCategory
@@ -30,6 +36,9 @@ LOCALITY_CACHE_LOCAL: Locality
 LOCALITY_NODE_LOCAL: Locality
 LOCALITY_RACK_LOCAL: Locality
 LOCALITY_OFF_SWITCH: Locality
+RESOURCE_CALCULATOR_UNSPECIFIED: ResourceCalculatorKind
+RESOURCE_CALCULATOR_MEMORY: ResourceCalculatorKind
+RESOURCE_CALCULATOR_DOMINANT: ResourceCalculatorKind
 
 class Resource(_message.Message):
     __slots__ = ("memory_mb", "vcores", "extra")
@@ -182,16 +191,18 @@ class ResourceAsk(_message.Message):
     def __init__(self, ask_id: _Optional[str] = ..., application_id: _Optional[str] = ..., attempt_id: _Optional[int] = ..., queue: _Optional[str] = ..., user: _Optional[str] = ..., priority: _Optional[int] = ..., allocation_request_id: _Optional[int] = ..., resource: _Optional[_Union[Resource, _Mapping]] = ..., num_containers: _Optional[int] = ..., locality: _Optional[_Iterable[_Union[LocalityRequest, _Mapping]]] = ..., submit_time_ms: _Optional[int] = ..., job: _Optional[_Union[JobMetadata, _Mapping]] = ..., relax_locality: _Optional[bool] = ..., queue_path: _Optional[str] = ..., user_headroom: _Optional[_Union[Resource, _Mapping]] = ..., partition: _Optional[str] = ..., locality_names: _Optional[int] = ...) -> None: ...
 
 class ClusterSummary(_message.Message):
-    __slots__ = ("num_nodes", "num_racks", "total", "unallocated")
+    __slots__ = ("num_nodes", "num_racks", "total", "unallocated", "resource_calculator")
     NUM_NODES_FIELD_NUMBER: _ClassVar[int]
     NUM_RACKS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     UNALLOCATED_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_CALCULATOR_FIELD_NUMBER: _ClassVar[int]
     num_nodes: int
     num_racks: int
     total: Resource
     unallocated: Resource
-    def __init__(self, num_nodes: _Optional[int] = ..., num_racks: _Optional[int] = ..., total: _Optional[_Union[Resource, _Mapping]] = ..., unallocated: _Optional[_Union[Resource, _Mapping]] = ...) -> None: ...
+    resource_calculator: ResourceCalculatorKind
+    def __init__(self, num_nodes: _Optional[int] = ..., num_racks: _Optional[int] = ..., total: _Optional[_Union[Resource, _Mapping]] = ..., unallocated: _Optional[_Union[Resource, _Mapping]] = ..., resource_calculator: _Optional[_Union[ResourceCalculatorKind, str]] = ...) -> None: ...
 
 class ScheduleRequest(_message.Message):
     __slots__ = ("request_id", "node", "asks", "cluster", "shadow")
