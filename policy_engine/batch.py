@@ -39,6 +39,7 @@ from google.protobuf.message import DecodeError
 from policy_engine.codec import (
     MAX_ASKS,
     InvalidRequest,
+    _apply_calculator,
     _ask,
     _assignment_bytes,
     _cluster,
@@ -323,6 +324,9 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
         batch.cluster = _cluster(req.cluster)
     except InvalidRequest as e:
         raise BatchRefused(str(e)) from None
+    for node in batch.nodes:  # fits follow the RM's calculator (ClusterSummary.resource_calculator), as one heartbeat
+        if node is not None:
+            _apply_calculator(node, batch.cluster)
     return batch
 
 

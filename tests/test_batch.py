@@ -309,3 +309,21 @@ def test_asks_are_cut_from_the_request_bytes_as_protobuf_writes_them():
     req = encode_batch(nodes, asks, ClusterSummary(1, 1), "b", ["r"])
     assert split_batch_asks(req.SerializeToString()) == [a.SerializeToString() for a in req.asks]
     assert split_batch_asks(b"\x08\x01") is None and split_batch_asks(b"\x1a\x05ab") is None
+
+
+@pytest.mark.parametrize("calculator,expected", [(1, 4), (2, 0)])
+def test_fits_follow_the_rms_calculator_as_in_a_single_heartbeat(calculator, expected):
+    """ClusterSummary.resource_calculator holds for every node of a batch: memory only (DefaultResourceCalculator)
+    fits four 1 GB / 1 vcore containers on a node with 4 GB and no vcore free; DominantResourceCalculator none."""
+    from policy_engine.codec import decode_schedule, encode_schedule
+    from policy_engine.types import ScheduleObservation
+
+    node = Node("h1:1", "h1", "/r1", Resource(8192, 8), Resource(4096, 0))
+    asks = [Ask("a", "application_1_0001", resource=Resource(1024, 1), num_containers=10, submit_time_ms=1)]
+    req = encode_batch([node], asks, ClusterSummary(1, 1))
+    req.cluster.resource_calculator = calculator
+    d = BatchScheduler(Engine(create("fifo"))).decide(decode_batch(req))
+    single = encode_schedule(ScheduleObservation(node, asks, ClusterSummary(1, 1)))
+    single.cluster.resource_calculator = calculator
+    one = Engine(create("fifo")).schedule(decode_schedule(single))
+    assert sum(a.count for a in d.results[0].assignments) == expected == sum(a.count for a in one.assignments)
