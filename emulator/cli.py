@@ -115,12 +115,17 @@ def cmd_run(args) -> int:
     _check_policies(args.scenario, [args.policy])
     models = {args.policy: existing_file(args.model)} if args.model else {}
     _check_remote(args, [args.policy], models)
+    if args.shadow_native is not None:
+        if args.remote in (None, "spawn"):
+            raise UsageError("--shadow-native needs --remote HOST:PORT: the engine serving there shadows the run")
+        _check_policies(args.scenario, [args.shadow_native])
     scenario = _scenario(args)
     _prebuild_for_spawn(args, [args.policy], models)
     result = compare(scenario, [args.policy], args.episodes or scenario.default_episodes, args.seed,
                      models=models, remote=args.remote, progress=not args.no_progress, timeout=args.timeout,
-                     decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb)
-    result["mode"] = "remote" if args.remote else "in-process"
+                     decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb,
+                     shadow_native=args.shadow_native)
+    result["mode"] = "shadow" if args.shadow_native else "remote" if args.remote else "in-process"
     if not args.json:
         print(format_table(result))
     print(json.dumps(result) if args.json else "", end="\n" if args.json else "")
@@ -291,6 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help="how long to wait for the engine at --remote to answer, and every call's deadline "
                         f"(default {DEFAULT_TIMEOUT_S:g})")
+    r.add_argument("--shadow-native", metavar="POLICY",
+                   help="shadow mode: POLICY (in-process, standing in for YARN, e.g. delay) places every container, "
+                        "the engine at --remote serving --policy is asked on the same heartbeats in shadow and told "
+                        "what was placed; the scores are POLICY's")
     r.add_argument("--json", action="store_true", help="last line of stdout is one JSON object")
     decision_log_options(r)
     r.set_defaults(fn=cmd_run)

@@ -7,13 +7,14 @@ fixed seed gives identical decisions in both modes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 from typing import Iterable
 
 from policy_engine.engine import Engine
 from policy_engine.policy import Policy, create
-from policy_engine.types import Event, RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
+from policy_engine.types import ContainerStarted, Event, RouteDecision, RouteObservation, ScheduleDecision, ScheduleObservation
 
 
 class EngineMismatch(ValueError):
@@ -114,13 +115,64 @@ class RemoteDriver(Driver):
             self._process = None
 
 
+class ShadowDriver(Driver):
+    """Shadow mode, as the plugin runs it (yarnrl.engine.mode=shadow): `native` (an in-process policy standing in
+    for YARN's own scheduler, e.g. delay) places every container; the engine behind `shadow` is asked on the same
+    heartbeats with ScheduleRequest.shadow set, its answer recorded there and never applied. Every ContainerStarted
+    the native scheduler causes is reported to the engine with ContainerStarted.shadow and the decision id of the
+    engine's shadow decision on that node's heartbeat, so the engine can put its choice beside YARN's."""
+
+    mode = "shadow"
+
+    def __init__(self, native: Driver, shadow: RemoteDriver):
+        self.native, self.shadow = native, shadow
+        self.policy_name = native.policy_name
+        self.capabilities = native.capabilities
+        self.shadow_decisions = 0
+        self._last_decision: dict[str, str] = {}  # node id -> the engine's shadow decision on its last heartbeat
+
+    def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
+        from policy_engine.codec import encode_schedule
+
+        req = encode_schedule(obs)
+        req.shadow = True  # the engine's answer is discarded: only its decision id is kept, to join YARN's placements
+        resp = self.shadow.client.schedule(req)
+        self.shadow_decisions += 1
+        self._last_decision[obs.node.node_id] = resp.decision_id
+        return self.native.schedule(obs)
+
+    def report(self, events: Iterable[Event]) -> int:
+        events = list(events)
+        n = self.native.report(events)
+        mirrored = []
+        for ev in events:
+            if isinstance(ev, ContainerStarted):
+                ev = dataclasses.replace(ev, shadow=True,
+                                         decision_id=self._last_decision.get(ev.node_id, ev.decision_id))
+            mirrored.append(ev)
+        if mirrored:
+            self.shadow.report(mirrored)
+        return n
+
+    def close(self) -> None:
+        try:
+            self.native.close()
+        finally:
+            self.shadow.close()
+
+
 def make_driver(policy: str, model: str | None = None, remote: str | None = None,
                 options: dict | None = None, timeout: float = 5.0, decision_log: str | None = None,
-                log_rotate_mb: float | None = None) -> Driver:
+                log_rotate_mb: float | None = None, shadow_native: str | None = None) -> Driver:
     """remote=None: in-process; remote="spawn": start a `policy-engine serve` child; else HOST:PORT of one, which
     must be SERVING within `timeout` seconds (also every call's deadline). `decision_log`: directory of the
     Parquet decision log, written in-process or by the spawned engine (an engine at HOST:PORT writes its own)."""
     options = options or {}
+    if shadow_native is not None:  # the engine at `remote` shadows; `shadow_native` (in-process) places
+        if remote is None or remote == "spawn":
+            raise ValueError("shadow mode asks an engine that is already serving: give --remote HOST:PORT")
+        return ShadowDriver(InProcessDriver(create(shadow_native), decision_log, log_rotate_mb),
+                            RemoteDriver(remote, timeout=timeout, expect_policy=policy, connect_timeout=timeout))
     if remote is None:
         return InProcessDriver(create(policy, model=model, **options), decision_log, log_rotate_mb)
     if remote == "spawn":

@@ -77,7 +77,7 @@ def check_target(target: str) -> None:
         raise UsageError(f"target {target!r} is not HOST:PORT (e.g. 127.0.0.1:50051)")
 
 
-def check_can_listen(host: str, port: int) -> None:
+def check_can_listen(host: str, port: int, flag: str = "--port") -> None:
     """Bind a plain socket where gRPC will: a port in use or an address not ours is one clear line here, before
     gRPC's own error log. (Races with another process are still caught when gRPC binds.)"""
     import errno
@@ -93,7 +93,7 @@ def check_can_listen(host: str, port: int) -> None:
             try:
                 s.bind(addr)
             except OSError as e:
-                hint = "; --port 0 picks a free one" if e.errno == errno.EADDRINUSE else ""
+                hint = f"; {flag} 0 picks a free one" if e.errno == errno.EADDRINUSE else ""
                 raise CommandFailed(f"cannot serve: cannot listen on {host}:{port} ({e.strerror}{hint})") from None
 
 
@@ -134,6 +134,20 @@ def cmd_serve(args) -> int:
     if args.webhdfs is not None:
         import policy_engine.hdfs  # noqa: F401  (fails here, with the extra to install, before anything starts)
     security = server_security(args)
+    if args.ui_port is not None:
+        check_port("--ui-port", args.ui_port)
+        if args.ui_port != 0 and args.ui_port in (args.port, args.metrics_port):
+            raise UsageError(f"--ui-port {args.ui_port} is the gRPC or metrics port too; give it another one")
+        from policy_engine.console import check_ui_address
+
+        try:
+            check_ui_address(args.ui_host, security.tls, security.token)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        if args.workers > 1:
+            raise UsageError("--ui-port shows one engine process; serve the console with --workers 1")
+    if args.ui_rm is not None and not args.ui_rm.startswith(("http://", "https://")):
+        raise UsageError(f"--ui-rm takes the RM's web address http(s)://HOST:PORT, got {args.ui_rm!r}")
     if args.watch and args.model is None:
         raise UsageError("--watch reloads the --model file; give --model PATH")
     positive("--watch-interval", args.watch_interval)
@@ -155,6 +169,8 @@ def cmd_serve(args) -> int:
         check_can_listen(args.host, args.port)
         if args.metrics_port:
             check_can_listen(args.host, args.metrics_port)
+        if args.ui_port:
+            check_can_listen(args.ui_host, args.ui_port, "--ui-port")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for i in range(1, args.workers):
@@ -167,7 +183,8 @@ def cmd_serve(args) -> int:
                           security=security, model_path=args.model,
                           rebuild=lambda path: build_policy(args.policy, path, options),
                           watch_s=args.watch_interval if args.watch else None,
-                          forward_sighup=tuple(w.pid for w in workers)))
+                          forward_sighup=tuple(w.pid for w in workers), ui_port=args.ui_port,
+                          ui_host=args.ui_host, ui_rm=args.ui_rm))
     except OSError as e:
         raise CommandFailed(f"cannot serve: {e}") from None
     finally:
@@ -457,6 +474,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also reload when the --model file changes (polls its mtime and sha256)")
     rl.add_argument("--watch-interval", type=float, default=2.0, metavar="SECONDS",
                     help="seconds between looks at the --model file with --watch (default 2)")
+    ui = s.add_argument_group("live console", "a page an operator leaves open: model, decisions/s, latency, errors, "
+                              "locality mix (engine and, in shadow mode, YARN), the plugin's fallbacks, the learner")
+    ui.add_argument("--ui-port", type=int, metavar="N", help="serve the console on this port (0 picks a free one)")
+    ui.add_argument("--ui-host", default="127.0.0.1",
+                    help="address of the console (default loopback; any other needs TLS or --token-file)")
+    ui.add_argument("--ui-rm", metavar="URL", help="the RM's web address (http://RM:8088): the console reads the "
+                    "plugin's fallbacks and breaker state from its JMX")
     s.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set on the workers
     s.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     s.set_defaults(fn=cmd_serve)

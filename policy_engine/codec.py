@@ -199,7 +199,8 @@ def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
         ask = _ask(a, i, seen)
         seen.add(ask.ask_id)
         asks.append(ask)
-    return ScheduleObservation(node=node, asks=asks, cluster=_cluster(req.cluster), request_id=req.request_id)
+    return ScheduleObservation(node=node, asks=asks, cluster=_cluster(req.cluster), request_id=req.request_id,
+                               shadow=req.shadow)
 
 
 def parse_schedule_request(data: bytes) -> pb.ScheduleRequest:
@@ -427,7 +428,7 @@ def _raise_ask_error(a: pb.ResourceAsk, i: int, seen: set[str]) -> None:
 
 
 def encode_schedule(obs: ScheduleObservation) -> pb.ScheduleRequest:
-    req = pb.ScheduleRequest(request_id=obs.request_id)
+    req = pb.ScheduleRequest(request_id=obs.request_id, shadow=obs.shadow)
     n, node = req.node, obs.node
     n.node_id, n.host, n.rack, n.timestamp_ms = node.node_id, node.host, node.rack, node.timestamp_ms
     _resource_pb(node.total, n.total)

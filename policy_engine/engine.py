@@ -32,6 +32,7 @@ from policy_engine.policy import (ROUTE, SCHEDULE, SCHEDULING_OPPORTUNITIES, Obs
                                   make_learner)
 from policy_engine.types import (
     Assignment,
+    ContainerStarted,
     Event,
     JobFinished,
     Locality,
@@ -212,6 +213,12 @@ class EngineMetrics:
         self.reloads = Counter("yarnrl_model_reloads", "Live model reloads (SIGHUP or --watch) by result: ok, "
                                "refused (bad file; the old model kept serving), unchanged", ["result"],
                                registry=self.registry)
+        self.shadow_decisions = Counter("yarnrl_shadow_decisions", "Schedule requests in shadow mode: decided, "
+                                        "recorded, not applied by the caller", registry=self.registry)
+        self.shadow_containers = Counter(
+            "yarnrl_shadow_containers", "Shadow mode, the same heartbeats: containers the engine would have placed "
+            "(placed_by=engine) and containers YARN placed natively (placed_by=yarn, from Report), by locality",
+            ["placed_by", "locality"], registry=self.registry)
         self.unauthenticated = Counter("yarnrl_unauthenticated", "RPCs refused for a missing or wrong bearer "
                                        "token (--token-file)", registry=self.registry)
         # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
@@ -230,6 +237,9 @@ class EngineMetrics:
         if child is None:
             child = self._asks[blocks] = self.asks.labels("yes" if blocks else "no")
         child.inc(n)
+
+    def shadow_placed(self, placed_by: str, locality: Locality, n: int) -> None:
+        self.shadow_containers.labels(placed_by, locality.name.lower()).inc(n)
 
     def placed(self, locality: Locality, n: int) -> None:
         child = self._placed.get(locality)
@@ -290,13 +300,19 @@ class Engine:
         else:
             raw, trace = policy.schedule_traced(obs)
             decision, cut = clip_schedule(obs, raw)
-        if opportunities is not None:
+        shadow = obs.shadow
+        if opportunities is not None and not shadow:  # in shadow mode YARN's placements are what happened
             opportunities.settle(obs, decision)
         m = self.metrics
         if m is not None:
             m.decided("schedule", policy.name)
-            for a in decision.assignments:
-                m.placed(a.locality, a.count)
+            if shadow:  # counterfactual: what the engine would have placed, beside YARN's (from Report)
+                m.shadow_decisions.inc()
+                for a in decision.assignments:
+                    m.shadow_placed("engine", a.locality, a.count)
+            else:
+                for a in decision.assignments:
+                    m.placed(a.locality, a.count)
             if cut:
                 m.clipped.inc(cut)
             if with_blocks:
@@ -306,7 +322,7 @@ class Engine:
         if cut:
             log.debug("policy %s assigned %d containers beyond what node %s allows; removed", policy.name, cut,
                       obs.node.node_id)
-        if learning is not None:
+        if learning is not None and not shadow:  # a shadow decision was never acted on: nothing to learn from
             learning.decision(trace)  # never blocks: dropped and counted when the learner is behind
         return decision
 
@@ -460,6 +476,8 @@ class Engine:
                 m.reports.labels(ev.kind).inc()
             for annotate in self.event_annotators:
                 annotate(ev)
+            if m is not None and isinstance(ev, ContainerStarted) and ev.shadow:  # after relabelling
+                m.shadow_placed("yarn", ev.locality, 1)
             for listener in self.listeners:
                 listener(ev)
         if self.learning is not None:

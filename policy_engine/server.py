@@ -336,7 +336,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
                 reuse_port: bool = False, decision_log: str | None = None,
                 log_rotate_mb: float | None = None, security: ServerSecurity | None = None,
                 model_path: str | None = None, rebuild=None, watch_s: float | None = None,
-                forward_sighup: tuple[int, ...] = ()) -> None:
+                forward_sighup: tuple[int, ...] = (), ui_port: int | None = None, ui_host: str = "127.0.0.1",
+                ui_rm: str | None = None) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled).
 
     `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations, and
@@ -347,6 +348,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     `security`: TLS / mTLS credentials and the bearer token every RPC must carry (None: plaintext, no token).
     `model_path` + `rebuild(path) -> Policy`: SIGHUP reloads the model (and every `watch_s` seconds when the file
     changed); `forward_sighup`: pids (the other --workers) that get the SIGHUP too.
+    `ui_port`: serve the live console (policy_engine.console) on ui_host:ui_port; `ui_rm`: the RM's web address,
+    whose JMX gives the plugin's fallbacks and breaker state.
     """
     security = security or ServerSecurity()
     metrics = EngineMetrics()
@@ -396,6 +399,19 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         from prometheus_client import start_http_server
 
         start_http_server(metrics_port, addr=host if ":" not in host else "::", registry=metrics.registry)
+    reloader = None
+    console_httpd = console = None
+    if ui_port is not None:
+        from policy_engine.console import Console, start_console
+
+        def info() -> dict:
+            p = engine.policy
+            return {"policy": p.name, "model": model_path or "", "version": p.model_version,
+                    "checksum": p.model_checksum, "reloads": list(reloader.history) if reloader else []}
+
+        console = Console(metrics.registry, info, rm_url=ui_rm)
+        console_httpd = start_console(console, ui_host, ui_port, security)
+        ui_port = console_httpd.server_address[1]
     warmed = warm_up(policy)
     log.info("decision path warmed up in %.1f ms", warmed * 1000)
     await server.start()
@@ -409,6 +425,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         log.warning("--token-file without TLS on %s: the token crosses the network in clear text", host)
     print(f"policy-engine: policy={policy.name} model={policy.model_version or '-'} listening on {host}:{bound}"
           + (f" metrics=http://{host}:{metrics_port}/metrics" if metrics_port is not None else "")
+          + (f" console={'https' if security.tls else 'http'}://{ui_host}:{ui_port}/" if ui_port is not None else "")
           + f" security={security.describe()}", flush=True)
 
     stop = asyncio.Event()
@@ -419,7 +436,6 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         except (NotImplementedError, RuntimeError):  # not the main thread (tests): cancellation stops us
             pass
     tasks: list[asyncio.Task] = []
-    reloader = None
     if model_path is not None and rebuild is not None:
         from policy_engine.reload import ModelReloader
 
@@ -446,6 +462,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     if ready is not None:
         ready.port = bound  # type: ignore[attr-defined]
         ready.reloader = reloader  # type: ignore[attr-defined]
+        ready.ui_port = ui_port  # type: ignore[attr-defined]
         ready.set()
     try:
         await stop.wait()
@@ -455,6 +472,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
             task.cancel()
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace_s)
+        if console_httpd is not None:
+            console.close()
+            console_httpd.shutdown()
         if locator is not None:
             locator.close()
         await asyncio.to_thread(engine.close)  # the learner's final save: file I/O, off the event loop

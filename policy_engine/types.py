@@ -199,6 +199,7 @@ class ScheduleObservation:
     asks: list[Ask]
     cluster: ClusterSummary = field(default_factory=ClusterSummary)
     request_id: str = ""
+    shadow: bool = False  # the caller will not apply the decision (shadow mode): YARN places natively
 
 
 @dataclass(slots=True)
@@ -336,6 +337,7 @@ class ContainerStarted(Event):
     locality: Locality = Locality.UNSPECIFIED
     rack_cached: bool | None = None  # RACK_LOCAL: a cached replica in the node's rack (CRL) or not (DRL); None unknown
     input_block_id: str = ""         # the input block the label refers to, when known
+    shadow: bool = False             # placed natively by YARN on a heartbeat the engine only shadowed
 
 
 @dataclass(slots=True)

@@ -194,16 +194,18 @@ class ClusterSummary(_message.Message):
     def __init__(self, num_nodes: _Optional[int] = ..., num_racks: _Optional[int] = ..., total: _Optional[_Union[Resource, _Mapping]] = ..., unallocated: _Optional[_Union[Resource, _Mapping]] = ...) -> None: ...
 
 class ScheduleRequest(_message.Message):
-    __slots__ = ("request_id", "node", "asks", "cluster")
+    __slots__ = ("request_id", "node", "asks", "cluster", "shadow")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     ASKS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     node: NodeSnapshot
     asks: _containers.RepeatedCompositeFieldContainer[ResourceAsk]
     cluster: ClusterSummary
-    def __init__(self, request_id: _Optional[str] = ..., node: _Optional[_Union[NodeSnapshot, _Mapping]] = ..., asks: _Optional[_Iterable[_Union[ResourceAsk, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterSummary, _Mapping]] = ...) -> None: ...
+    shadow: bool
+    def __init__(self, request_id: _Optional[str] = ..., node: _Optional[_Union[NodeSnapshot, _Mapping]] = ..., asks: _Optional[_Iterable[_Union[ResourceAsk, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterSummary, _Mapping]] = ..., shadow: _Optional[bool] = ...) -> None: ...
 
 class Assignment(_message.Message):
     __slots__ = ("ask_id", "count", "locality")
@@ -366,7 +368,7 @@ class RouteResponse(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., job_index: _Optional[int] = ..., job_id: _Optional[str] = ..., cluster_id: _Optional[int] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ..., task_node: _Optional[_Iterable[int]] = ..., task_next_cluster: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ContainerStarted(_message.Message):
-    __slots__ = ("container_id", "application_id", "node_id", "ask_id", "locality", "rack_cached", "input_block_id")
+    __slots__ = ("container_id", "application_id", "node_id", "ask_id", "locality", "rack_cached", "input_block_id", "shadow")
     CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
     APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -374,6 +376,7 @@ class ContainerStarted(_message.Message):
     LOCALITY_FIELD_NUMBER: _ClassVar[int]
     RACK_CACHED_FIELD_NUMBER: _ClassVar[int]
     INPUT_BLOCK_ID_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_FIELD_NUMBER: _ClassVar[int]
     container_id: str
     application_id: str
     node_id: str
@@ -381,7 +384,8 @@ class ContainerStarted(_message.Message):
     locality: Locality
     rack_cached: bool
     input_block_id: str
-    def __init__(self, container_id: _Optional[str] = ..., application_id: _Optional[str] = ..., node_id: _Optional[str] = ..., ask_id: _Optional[str] = ..., locality: _Optional[_Union[Locality, str]] = ..., rack_cached: _Optional[bool] = ..., input_block_id: _Optional[str] = ...) -> None: ...
+    shadow: bool
+    def __init__(self, container_id: _Optional[str] = ..., application_id: _Optional[str] = ..., node_id: _Optional[str] = ..., ask_id: _Optional[str] = ..., locality: _Optional[_Union[Locality, str]] = ..., rack_cached: _Optional[bool] = ..., input_block_id: _Optional[str] = ..., shadow: _Optional[bool] = ...) -> None: ...
 
 class ContainerFinished(_message.Message):
     __slots__ = ("container_id", "application_id", "node_id", "runtime_ms", "exit_status", "locality", "rack_cached", "input_block_id")
