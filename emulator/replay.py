@@ -86,9 +86,7 @@ def replay(directory, policies: list[str], models: dict[str, str] | None = None,
             elif len(differ[pair]) < examples:
                 differ[pair].append(row["request_id"] or row["decision_id"])
     n_rows = len(rows)
-    shadow = shadow_comparison(directory, rows)
     return {
-        "shadow": shadow,
         "log": str(directory),
         "decisions": n_rows,
         "rpc": sorted(rpcs),
@@ -100,35 +98,6 @@ def replay(directory, policies: list[str], models: dict[str, str] | None = None,
         if "schedule" in rpcs else {},
         "containers": {n: containers[n] for n in names} if "schedule" in rpcs else {},
     }
-
-
-def shadow_comparison(directory, rows: list[dict]) -> dict[str, Any] | None:
-    """Shadow mode in the log (ScheduleRequest.shadow, ContainerStarted.shadow): the engine's logged choices on the
-    shadowed heartbeats beside the containers YARN placed natively, by locality level; None when nothing was
-    shadowed."""
-    from policy_engine.codec import decode_event_bytes
-    from policy_engine.decision_log import DecisionLogError, read_events
-
-    engine: Counter = Counter()
-    decisions = 0
-    for row in rows:
-        if row["rpc"] == "schedule" and decode_observation(row).shadow:
-            decisions += 1
-            for a in row["assignments"] or []:
-                engine[Locality(a["locality"]).name.lower()] += a["count"]
-    yarn: Counter = Counter()
-    try:
-        events = read_events(directory).to_pylist()
-    except DecisionLogError:  # a log with decisions only
-        events = []
-    for ev in events:
-        if ev["kind"] == "container_started" and decode_event_bytes(ev["event"]).shadow:
-            yarn[Locality(ev["locality"]).name.lower()] += 1
-    if not decisions and not yarn:
-        return None
-    levels = [lv.name.lower() for lv in LEVELS]
-    return {"decisions": decisions, "engine": {lv: engine[lv] for lv in levels},
-            "yarn": {lv: yarn[lv] for lv in levels}}
 
 
 def format_replay(result: dict[str, Any]) -> str:
@@ -155,11 +124,4 @@ def format_replay(result: dict[str, Any]) -> str:
             loc = result["locality"][n]
             lines.append(f"{n:<{width}}  " + "  ".join(f"{loc[lv]:>11}" for lv in levels)
                          + f"  {result['containers'][n]:>7}")
-    shadow = result.get("shadow")
-    if shadow:
-        levels = [lv.name.lower() for lv in LEVELS]
-        lines += ["", f"shadow mode: {shadow['decisions']} heartbeats shadowed; containers by locality level",
-                  f"{'':<{width}}  " + "  ".join(f"{lv:>11}" for lv in levels)]
-        for side in ("engine", "yarn"):
-            lines.append(f"{side:<{width}}  " + "  ".join(f"{shadow[side][lv]:>11}" for lv in levels))
     return "\n".join(lines)

@@ -1,115 +1,190 @@
-// The console page: polls /api/state every second and draws hand-rolled SVG charts (no network, no libraries).
+// The console page: polls /api/state (same origin) and draws with hand-rolled SVG; nothing loaded from elsewhere.
 "use strict";
-const LOC = ["cache_local", "node_local", "rack_local", "off_switch"];
-const COLOR = {cache_local: "#6a3d9a", node_local: "#33a02c", rack_local: "#ff7f00", off_switch: "#e31a1c",
-               p50: "#1f78b4", p99: "#e31a1c", rate: "#1f78b4"};
-const token = new URLSearchParams(location.search).get("token");
+const LOCS = ["cache_local", "node_local", "rack_local", "off_switch"];
+const COLORS = {cache_local: "#6a1b9a", node_local: "#2e7d32", rack_local: "#f9a825", off_switch: "#c62828"};
+const SVGNS = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
-const NS = "http://www.w3.org/2000/svg";
-const fmt = (v, d = 0) => (v === null || v === undefined || Number.isNaN(v)) ? "-" : Number(v).toFixed(d);
+// Plots span at least this many samples (one a second), newest at the right, so a young engine's first seconds
+// are not stretched across the whole width.
+const MIN_WINDOW = 120;
 
-function el(tag, attrs) { const e = document.createElementNS(NS, tag);
-  for (const k in attrs) e.setAttribute(k, attrs[k]); return e; }
-
-function axes(svg, maxY, unit) {
-  svg.replaceChildren();
-  svg.appendChild(el("line", {x1: 40, y1: 140, x2: 595, y2: 140, stroke: "#999"}));
-  svg.appendChild(el("line", {x1: 40, y1: 10, x2: 40, y2: 140, stroke: "#999"}));
-  const t = el("text", {x: 2, y: 16, "font-size": 11, fill: "#666"}); t.textContent = fmt(maxY, maxY < 10 ? 2 : 0);
-  svg.appendChild(t);
-  const u = el("text", {x: 2, y: 138, "font-size": 11, fill: "#666"}); u.textContent = unit || "0"; svg.appendChild(u);
+function fmt(v, digits) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "-";
+  return Number(v).toFixed(digits === undefined ? 0 : digits);
 }
-
-function lines(svg, points, keys, unit) {  // one polyline per key over time
-  const vals = points.flatMap((p) => keys.map((k) => p[k])).filter((v) => v !== null && v !== undefined);
-  const maxY = Math.max(1e-9, ...vals);
-  axes(svg, maxY, unit);
-  const n = points.length;
-  for (const k of keys) {
-    const xy = points.map((p, i) => p[k] === null || p[k] === undefined ? null :
-      `${40 + 555 * (n > 1 ? i / (n - 1) : 1)},${140 - 130 * p[k] / maxY}`).filter(Boolean);
-    if (xy.length) svg.appendChild(el("polyline", {points: xy.join(" "), fill: "none", stroke: COLOR[k],
-                                                   "stroke-width": 1.5, class: "line-" + k}));
+function duration(s) {
+  s = Math.floor(s);
+  const d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
+  return (d ? d + "d " : "") + (d || h ? h + "h " : "") + m + "m " + (s % 60) + "s";
+}
+function clock(t) { return new Date(t * 1000).toLocaleTimeString(); }
+function el(tag, attrs, text) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+function rows(table, pairs) {
+  const body = table.tBodies[0];
+  body.replaceChildren();
+  for (const cells of pairs) {
+    const tr = document.createElement("tr");
+    for (const c of cells) { const td = document.createElement("td"); td.textContent = c; tr.appendChild(td); }
+    body.appendChild(tr);
   }
 }
 
-function stacked(svg, points, key) {  // share of each locality per interval, stacked to 100%
-  axes(svg, 100, "%");
-  const n = points.length, w = 555 / Math.max(n, 1);
-  points.forEach((p, i) => {
-    const mix = p[key] || {}; const sum = LOC.reduce((s, l) => s + (mix[l] || 0), 0);
-    if (sum <= 0) return;
-    let y = 140;
-    for (const l of LOC) {
-      const h = 130 * (mix[l] || 0) / sum;
-      if (h > 0) svg.appendChild(el("rect", {x: 40 + i * w, y: y - h, width: Math.max(w, 1), height: h, fill: COLOR[l]}));
-      y -= h;
-    }
-  });
+// Lines: [{values, color, label}] over n points; y from 0 to the maximum.
+function lineChart(svg, lines, unit) {
+  svg.replaceChildren();
+  const W = 600, H = svg.viewBox.baseVal.height, pad = 16;
+  let max = 0, n = 0;
+  for (const l of lines) { n = Math.max(n, l.values.length); for (const v of l.values) if (v !== null) max = Math.max(max, v); }
+  const win = Math.max(n, MIN_WINDOW), off = win - n;
+  if (n < 2) { svg.appendChild(el("text", {x: 8, y: 20, fill: "#999", "font-size": 12}, "collecting…")); return; }
+  max = max > 0 ? max * 1.1 : 1;
+  for (const l of lines) {
+    let d = "";
+    l.values.forEach((v, i) => {
+      if (v === null) return;
+      const x = (i + off) * W / (win - 1), y = H - pad - (v / max) * (H - 2 * pad);
+      d += (d ? "L" : "M") + x.toFixed(1) + "," + y.toFixed(1);
+    });
+    if (d) svg.appendChild(el("path", {d: d, fill: "none", stroke: l.color, "stroke-width": 1.5,
+                                         "vector-effect": "non-scaling-stroke"}));
+  }
+  svg.appendChild(el("text", {x: 4, y: 12, fill: "#555", "font-size": 11}, fmt(max, max < 10 ? 2 : 0) + " " + unit));
+  svg.appendChild(el("text", {x: 4, y: H - 3, fill: "#555", "font-size": 10}, "-" + win + " s"));
+  let x = 120;
+  for (const l of lines) if (l.label) {
+    svg.appendChild(el("text", {x: x, y: 12, fill: l.color, "font-size": 11}, l.label)); x += 60;
+  }
 }
 
-function mixText(div, totals) {  // cumulative counts and shares: data-* attributes are what the browser test reads
-  const sum = LOC.reduce((s, l) => s + (totals[l] || 0), 0);
+// The share of each locality per BIN seconds, stacked to 100 % (a gap where nothing was placed).
+const BIN = 5;
+function mixChart(svg, series) {
+  svg.replaceChildren();
+  const W = 600, H = svg.viewBox.baseVal.height;
+  const n = series[LOCS[0]] ? series[LOCS[0]].length : 0;
+  if (n < 1) { svg.appendChild(el("text", {x: 8, y: 20, fill: "#999", "font-size": 12}, "collecting…")); return; }
+  const win = Math.max(n, MIN_WINDOW), bins = Math.ceil(win / BIN), w = W / bins, off = win - n;
+  for (let b = 0; b < bins; b++) {
+    const sums = {};
+    let total = 0;
+    for (const loc of LOCS) {
+      sums[loc] = 0;
+      for (let j = b * BIN; j < (b + 1) * BIN; j++) {
+        const i = j - off;
+        if (i >= 0 && i < n) sums[loc] += series[loc][i];
+      }
+      total += sums[loc];
+    }
+    if (total <= 0) continue;
+    let y = 0;
+    for (const loc of LOCS) {
+      const h = sums[loc] / total * H;
+      if (h > 0) svg.appendChild(el("rect", {x: (b * w).toFixed(2), y: y.toFixed(2), width: (w - 1).toFixed(2),
+                                             height: h.toFixed(2), fill: COLORS[loc]}));
+      y += h;
+    }
+  }
+  svg.appendChild(el("text", {x: 4, y: H - 4, fill: "#555", "font-size": 10}, "-" + win + " s, " + BIN + " s bars"));
+}
+
+function mixBar(div, totals) {
   div.replaceChildren();
-  for (const l of LOC) {
+  let total = 0;
+  for (const loc of LOCS) total += totals[loc] || 0;
+  div.dataset.total = total;
+  for (const loc of LOCS) {
+    const v = totals[loc] || 0;
+    div.dataset[loc.replace("_", "")] = v;
+    if (v <= 0) continue;
     const s = document.createElement("span");
-    s.className = "count"; s.dataset.locality = l; s.dataset.count = totals[l] || 0;
-    s.textContent = `${l.replace("_", "-")} ${fmt(totals[l] || 0)} (${sum ? fmt(100 * (totals[l] || 0) / sum) : 0}%)  `;
+    s.className = "loc-" + loc;
+    s.style.flexGrow = String(v);
+    s.textContent = loc.split("_")[0] + " " + fmt(100 * v / total, 0) + "%";
+    s.title = loc.replace("_", "-") + ": " + fmt(v) + " containers (" + fmt(100 * v / total, 1) + "%)";
+    s.dataset.locality = loc;
+    s.dataset.count = v;
     div.appendChild(s);
   }
+  if (total === 0) { const s = document.createElement("span"); s.textContent = "none yet"; s.className = "muted"; div.appendChild(s); }
+  const counts = document.getElementById(div.id + "-counts");
+  if (counts) counts.textContent = total ? LOCS.map(loc => loc.replace("_", "-") + " " + fmt(totals[loc] || 0)).join(" · ") + " containers" : "";
 }
 
-function list(ul, entries) {
-  ul.replaceChildren();
-  if (!entries.length) { const li = document.createElement("li"); li.textContent = "none"; ul.appendChild(li); return; }
-  for (const [k, v] of entries) { const li = document.createElement("li"); li.textContent = `${k}: ${v}`;
-    li.dataset.key = k; ul.appendChild(li); }
+function render(st) {
+  const e = st.engine;
+  $("policy").textContent = e.policy;
+  $("model-version").textContent = e.model_version || "(no model)";
+  $("model-checksum").textContent = e.model_checksum || "-";
+  $("engine-version").textContent = e.engine_version;
+  $("uptime").textContent = duration(e.uptime_s);
+  $("security").textContent = e.security;
+  rows($("reloads"), st.reloads.slice().reverse().map(r => [clock(r.time), r.reason, r.result + (r.error ? ": " + r.error : ""), r.from + " → " + r.to]));
+  $("reloads-empty").classList.toggle("hidden", st.reloads.length > 0);
+  $("reloads").classList.toggle("hidden", st.reloads.length === 0);
+
+  $("decisions-total").textContent = fmt(st.decisions_total);
+  const rate = st.series.decisions_per_s || [];
+  $("decisions-rate").textContent = rate.length ? fmt(rate[rate.length - 1], 1) : "-";
+  $("latency-p50").textContent = fmt(st.latency_ms.p50, 3);
+  $("latency-p99").textContent = fmt(st.latency_ms.p99, 3);
+  lineChart($("chart-rate"), [{values: rate, color: "#1565c0"}], "/s");
+  lineChart($("chart-latency"), [{values: st.series.p50_ms || [], color: "#2e7d32", label: "p50"},
+                                 {values: st.series.p99_ms || [], color: "#c62828", label: "p99"}], "ms");
+  const errs = Object.entries(st.errors);
+  rows($("errors"), errs.map(([code, n]) => [code, fmt(n)]));
+  $("errors-empty").classList.toggle("hidden", errs.length > 0);
+
+  mixBar($("mix-engine"), st.locality.engine.totals);
+  mixChart($("chart-mix-engine"), st.locality.engine.series);
+  const shadow = st.shadow.decisions > 0 || st.shadow.placements_seen > 0;
+  $("shadow").classList.toggle("hidden", !shadow);
+  $("shadow-decisions").textContent = fmt(st.shadow.decisions);
+  $("shadow-placements").textContent = fmt(st.shadow.placements_seen);
+  mixBar($("mix-shadow-engine"), st.locality.shadow_engine.totals);
+  mixBar($("mix-shadow-yarn"), st.locality.shadow_yarn.totals);
+  mixChart($("chart-mix-shadow-engine"), st.locality.shadow_engine.series);
+  mixChart($("chart-mix-shadow-yarn"), st.locality.shadow_yarn.series);
+
+  const rm = st.rm;
+  const rmp = $("rm-status");
+  if (rm.ok === null) { rmp.textContent = "not watched (serve with --rm-address HOST:8088 to read the plugin's JMX)"; rmp.className = "muted"; }
+  else if (!rm.ok) { rmp.textContent = "ResourceManager unreachable: " + rm.error; rmp.className = "warn"; }
+  else { rmp.textContent = "ResourceManager " + rm.address; rmp.className = ""; }
+  rows($("fallbacks"), rm.ok ? Object.entries(rm.fallbacks).map(([k, v]) => ["fallbacks " + k, fmt(v)]) : []);
+  rows($("breakers"), rm.ok ? rm.schedulers.map(s => ["breaker " + s.breaker, s.engine, s.last_error]) : []);
+
+  const l = st.learner;
+  $("learner").textContent = l ? "queue " + l.queue + ", updates " + l.updates + ", dropped " +
+      (Object.entries(l.dropped).map(([k, v]) => k + " " + fmt(v)).join(", ") || "0") + ", errors " + l.errors
+    : "this policy does not learn online";
+  $("updated").textContent = clock(st.now);
+  document.body.dataset.updated = st.now;
 }
 
-function render(s) {
-  const i = s.info, t = s.latest, pts = s.series.filter((p) => p.rate !== undefined);
-  $("policy").textContent = i.policy; $("model").textContent = i.model || "-";
-  $("version").textContent = i.version || "-"; $("checksum").textContent = i.checksum || "-";
-  $("uptime").textContent = `${fmt(i.uptime_s)} s`;
-  const shadow = (t.shadow_decisions || 0) > 0;
-  $("mode").textContent = shadow ? `shadow seen (${fmt(t.shadow_decisions)} shadow decisions)` : "active";
-  list($("reloads"), (i.reloads || []).map((r) => [new Date(r.time * 1000).toISOString(),
-    `${r.result} (${r.reason}) ${r.from || "-"} → ${r.to || "-"}${r.error ? ": " + r.error : ""}`]));
-  $("decisions-total").textContent = fmt(t.decisions);
-  const last = pts[pts.length - 1] || {};
-  $("decisions-rate").textContent = fmt(last.rate, 1);
-  const lat = pts.filter((p) => p.p50_ms !== null && p.p50_ms !== undefined);
-  const l = lat[lat.length - 1] || {};
-  $("p50").textContent = l.p50_ms === undefined ? "-" : `${fmt(l.p50_ms, 3)} ms`;
-  $("p99").textContent = l.p99_ms === undefined ? "-" : `${fmt(l.p99_ms, 3)} ms`;
-  $("reports").textContent = fmt(t.reports);
-  list($("errors"), Object.entries(t.errors || {}));
-  $("learner-queue").textContent = fmt(t.learner_queue); $("learner-dropped").textContent = fmt(t.learner_dropped);
-  $("learner-errors").textContent = fmt(t.learner_errors);
-  const rm = s.rm, div = $("rm");
-  if (!rm.configured) div.textContent = "not configured (serve --ui-rm http://RM:8088 to read the plugin's JMX)";
-  else if (!rm.ok) { div.textContent = rm.error || "waiting for the RM"; div.className = "bad"; }
-  else { div.className = ""; div.replaceChildren();
-    const b = document.createElement("p"); b.id = "breaker"; b.textContent = `breaker: ${rm.breaker}`;
-    b.className = rm.breaker === "CLOSED" || rm.breaker === "DISABLED" ? "ok" : "bad"; div.appendChild(b);
-    const ul = document.createElement("ul"); div.appendChild(ul);
-    list(ul, Object.entries(rm.fallbacks || {})); }
-  lines($("chart-rate"), pts, ["rate"], "/s");
-  lines($("chart-latency"), lat, ["p50_ms", "p99_ms"].map((k) => k), "ms");
-  stacked($("chart-assigned"), pts, "assigned"); mixText($("mix-assigned"), t.assigned || {});
-  $("shadow-figure").style.display = shadow ? "" : "none";
-  stacked($("chart-shadow-engine"), pts, "shadow_engine"); mixText($("mix-shadow-engine"), t.shadow_engine || {});
-  stacked($("chart-shadow-yarn"), pts, "shadow_yarn"); mixText($("mix-shadow-yarn"), t.shadow_yarn || {});
-  $("status").textContent = `updated ${new Date().toLocaleTimeString()}`; $("status").className = "";
-  document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
-}
-
-async function tick() {
+async function poll() {
+  const status = $("status");
   try {
-    const r = await fetch("api/state" + (token ? `?token=${encodeURIComponent(token)}` : ""), {cache: "no-store"});
-    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    const r = await fetch("api/state", {cache: "no-store", credentials: "same-origin"});
+    if (!r.ok) throw new Error("HTTP " + r.status);
     render(await r.json());
-  } catch (e) { $("status").textContent = `engine unreachable: ${e.message}`; $("status").className = "bad"; }
+    status.textContent = "live"; status.className = "status ok";
+  } catch (err) {
+    status.textContent = "engine unreachable (" + err.message + ")"; status.className = "status bad";
+  }
 }
-COLOR.p50_ms = COLOR.p50; COLOR.p99_ms = COLOR.p99;
-tick(); setInterval(tick, 1000);
+
+document.addEventListener("DOMContentLoaded", () => {
+  const legend = $("legend");
+  for (const loc of LOCS) {
+    const s = document.createElement("span"), i = document.createElement("i");
+    i.className = "loc-" + loc; s.appendChild(i); s.appendChild(document.createTextNode(loc.replace("_", "-")));
+    legend.appendChild(s);
+  }
+  poll();
+  setInterval(poll, 1000);
+});

@@ -15,7 +15,7 @@ import org.yarnrl.v1.ScheduleResponse;
 /**
  * Shadow mode ({@value #MODE}=shadow): the plugin asks the engine on every heartbeat with pending asks, as usual, but
  * never waits for the answer and never applies it; YARN schedules the heartbeat natively, and the containers it
- * places are reported to the engine with ContainerStarted.shadow and the decision id of the engine's shadow decision
+ * places are reported to the engine with the decision id of the engine's shadow decision
  * on that heartbeat, so the engine can record what it would have placed beside what YARN placed.
  *
  * <p>A heartbeat's native containers are assigned right after its shadow ask goes out, before the answer (and so
@@ -78,7 +78,6 @@ final class ShadowMode {
 
   /** A native container of this node's shadowed heartbeat: reported at once if the answer is in, else held. */
   void started(NodeId node, Event.Builder event, java.util.function.Consumer<Event> report) {
-    event.getContainerStartedBuilder().setShadow(true);
     synchronized (this) {
       Pending p = pending.get(node);
       if (p != null && !p.answered) {
