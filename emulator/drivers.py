@@ -47,10 +47,11 @@ class Driver:
 class InProcessDriver(Driver):
     mode = "in-process"
 
-    def __init__(self, policy: Policy, decision_log: str | None = None, log_rotate_mb: float | None = None):
+    def __init__(self, policy: Policy, decision_log: str | None = None, log_rotate_mb: float | None = None,
+                 deeprm=None):
         # The learner runs inline here (offline training, deterministic runs); `policy-engine serve` runs it in its
         # own thread. Both publish what they learned after each Report, so both modes decide alike.
-        self.engine = Engine(policy, learning="inline")
+        self.engine = Engine(policy, learning="inline", deeprm=deeprm)  # deeprm: a DeepRMViewConfig
         self.engine.attach_learner()
         self.policy_name = policy.name
         self.capabilities = frozenset(policy.capabilities)
@@ -116,13 +117,14 @@ class RemoteDriver(Driver):
 
 def make_driver(policy: str, model: str | None = None, remote: str | None = None,
                 options: dict | None = None, timeout: float = 5.0, decision_log: str | None = None,
-                log_rotate_mb: float | None = None) -> Driver:
+                log_rotate_mb: float | None = None, deeprm=None) -> Driver:
     """remote=None: in-process; remote="spawn": start a `policy-engine serve` child; else HOST:PORT of one, which
     must be SERVING within `timeout` seconds (also every call's deadline). `decision_log`: directory of the
-    Parquet decision log, written in-process or by the spawned engine (an engine at HOST:PORT writes its own)."""
+    Parquet decision log, written in-process or by the spawned engine (an engine at HOST:PORT writes its own).
+    `deeprm`: policy_engine.deeprm_view.DeepRMViewConfig for the engine (in-process or spawned)."""
     options = options or {}
     if remote is None:
-        return InProcessDriver(create(policy, model=model, **options), decision_log, log_rotate_mb)
+        return InProcessDriver(create(policy, model=model, **options), decision_log, log_rotate_mb, deeprm)
     if remote == "spawn":
         from policy_engine.cli import start_engine_subprocess
 
@@ -130,6 +132,9 @@ def make_driver(policy: str, model: str | None = None, remote: str | None = None
                                                               else []) + (
             ["--log-rotate-mb", str(log_rotate_mb)] if decision_log and log_rotate_mb else []) + [
             arg for k, v in options.items() for arg in ("--set", f"{k}={v if isinstance(v, str) else json.dumps(v)}")]
+        if deeprm is not None:
+            extra += ["--deeprm-step-ms", str(deeprm.step_ms), "--deeprm-image", deeprm.image,
+                      "--deeprm-default-runtime-ms", str(deeprm.default_runtime_ms)]
         proc, target = start_engine_subprocess(policy, extra)
         return RemoteDriver(target, timeout=timeout, expect_policy=policy, process=proc)
     if decision_log is not None:

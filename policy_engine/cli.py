@@ -139,6 +139,13 @@ def cmd_serve(args) -> int:
     positive("--watch-interval", args.watch_interval)
     options = parse_options(args.set)
     policy = build_policy(args.policy, args.model, options)
+    from policy_engine.deeprm_view import DeepRMViewConfig
+
+    try:
+        deeprm = DeepRMViewConfig(step_ms=args.deeprm_step_ms, image=args.deeprm_image,
+                                  default_runtime_ms=args.deeprm_default_runtime_ms)
+    except ValueError as e:
+        raise UsageError(f"--deeprm-*: {e}") from None
     if args.workers < 1:
         raise UsageError(f"--workers must be >= 1, not {args.workers}")
     workers: list[subprocess.Popen] = []
@@ -167,7 +174,7 @@ def cmd_serve(args) -> int:
                           security=security, model_path=args.model,
                           rebuild=lambda path: build_policy(args.policy, path, options),
                           watch_s=args.watch_interval if args.watch else None,
-                          forward_sighup=tuple(w.pid for w in workers)))
+                          forward_sighup=tuple(w.pid for w in workers), deeprm=deeprm))
     except OSError as e:
         raise CommandFailed(f"cannot serve: {e}") from None
     finally:
@@ -457,6 +464,16 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also reload when the --model file changes (polls its mtime and sha256)")
     rl.add_argument("--watch-interval", type=float, default=2.0, metavar="SECONDS",
                     help="seconds between looks at the --model file with --watch (default 2)")
+    dr = s.add_argument_group("DeepRM on YARN", "how the engine builds DeepRM's job-slot view from plugin heartbeats "
+                              "for deeprm-pg, sjf, sjf-holdback, packer and deeprm-random (policy_engine.deeprm_view); "
+                              "jobs tag their run time with the application tag yarnrl.expected-runtime-ms=MS")
+    dr.add_argument("--deeprm-step-ms", type=int, default=1000, metavar="MS",
+                    help="real time of one DeepRM time step (default 1000; models are trained in steps)")
+    dr.add_argument("--deeprm-image", choices=["node", "pooled"], default="node",
+                    help="node: each heartbeat's node is DeepRM's machine (default); pooled: the whole cluster is")
+    dr.add_argument("--deeprm-default-runtime-ms", type=int, default=10_000, metavar="MS",
+                    help="length of an untagged (or badly tagged) job while its queue has no finished container to "
+                         "estimate from (default 10000)")
     s.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set on the workers
     s.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     s.set_defaults(fn=cmd_serve)

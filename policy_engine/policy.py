@@ -32,6 +32,9 @@ from policy_engine.types import (  # noqa: F401  (ObservationMismatch: re-export
 SCHEDULE = "schedule"
 # What the engine can fill into observations for a policy that declares it in `Policy.reads`.
 SCHEDULING_OPPORTUNITIES = "scheduling_opportunities"  # Ask.scheduling_opportunities, counted across heartbeats
+# DeepRM's job-slot view (slots, backlog, lengths, the image's running containers) built by the engine from a plugin
+# heartbeat (policy_engine.deeprm_view); observations that already are such a view (the emulator's) pass through.
+DEEPRM_JOBS = "deeprm_jobs"
 ROUTE = "route"
 REPORT_CAPABILITY = "report"
 ONLINE_LEARNING = "online-learning"

@@ -336,7 +336,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
                 reuse_port: bool = False, decision_log: str | None = None,
                 log_rotate_mb: float | None = None, security: ServerSecurity | None = None,
                 model_path: str | None = None, rebuild=None, watch_s: float | None = None,
-                forward_sighup: tuple[int, ...] = ()) -> None:
+                forward_sighup: tuple[int, ...] = (), deeprm=None) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled).
 
     `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations, and
@@ -347,11 +347,12 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     `security`: TLS / mTLS credentials and the bearer token every RPC must carry (None: plaintext, no token).
     `model_path` + `rebuild(path) -> Policy`: SIGHUP reloads the model (and every `watch_s` seconds when the file
     changed); `forward_sighup`: pids (the other --workers) that get the SIGHUP too.
+    `deeprm`: policy_engine.deeprm_view.DeepRMViewConfig for DeepRM's policies (time step, node or pooled image).
     """
     security = security or ServerSecurity()
     metrics = EngineMetrics()
     if engine is None:
-        engine = Engine(policy, metrics, learning="thread")  # the learner runs in its own thread, off the loop
+        engine = Engine(policy, metrics, learning="thread", deeprm=deeprm)  # the learner runs in its own thread
         engine.attach_learner()
     engine.metrics = metrics
     engine.bind_metrics()
