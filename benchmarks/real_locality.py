@@ -39,7 +39,8 @@ replication 2 on 4 nodes: half), and an `<N>mb` size gives blocks large enough f
 and caps its remote reads at the same rate; --clqlmrs-model models/clqlmrs-docker-rep1.safetensors is the table
 trained on that shape.
 
-    python docker/cluster.py up --nm-vcores 8 --worker-egress-mbit 5     # 8 vcores: as many maps as YARN places
+    python docker/cluster.py up --worker-egress-mbit 5     # default NodeManagers (4,096 MB / 4 vcores): since
+                                                           # issue 23 the engine counts what YARN's calculator counts
     .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \\
         --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 3 \\
         --seed 3 --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
@@ -657,6 +658,43 @@ def run_policy(lab, data: dict, workload: str, jobs: int, interarrival_s: float,
     return results
 
 
+class NodePeaks:
+    """Peak containers, memory and vcores in use per node while a policy runs (the RM's /ws/v1/cluster/nodes, every
+    0.5 s): whether the engine packs a node as far as YARN's calculator allows (issue 23: DefaultResourceCalculator
+    counts memory only, so a 4,096 MB / 4-vcore NodeManager takes 8 containers of 512 MB)."""
+
+    def __init__(self, rm_url: str | None, interval_s: float = 0.5):
+        import threading
+
+        self.rm_url, self.interval_s = rm_url, interval_s
+        self.peaks: dict[str, dict[str, int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True) if rm_url else None
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            try:
+                nodes = _http_get_json(f"{self.rm_url}/ws/v1/cluster/nodes", timeout=5)["nodes"]["node"]
+            except Exception:  # noqa: BLE001  (a missed sample only; the RM may be busy)
+                nodes = []
+            for n in nodes:
+                p = self.peaks.setdefault(n.get("nodeHostName", "?"), {"containers": 0, "memory_mb": 0, "vcores": 0})
+                p["containers"] = max(p["containers"], int(n.get("numContainers", 0)))
+                p["memory_mb"] = max(p["memory_mb"], int(n.get("usedMemoryMB", 0)))
+                p["vcores"] = max(p["vcores"], int(n.get("usedVirtualCores", 0)))
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> NodePeaks:
+        if self._thread:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+
+
 def summarize_run(results: list[dict]) -> dict:
     maps = sum(r.get("TOTAL_LAUNCHED_MAPS", 0) for r in results)
     probed = sum(r.get(f"READ_{s}", 0) for r in results for s in STATES)
@@ -1046,11 +1084,15 @@ def main(argv=None) -> int:
                         # (~1 s) would answer the first heartbeats UNAVAILABLE (native placement) without a pause
                         time.sleep(args.engine_settle_s)
                         try:
-                            rs = run_policy(lab, data, workload, args.jobs, args.interarrival_s, f"{name}-{run}")
+                            with NodePeaks(cluster.cluster.rm_url if args.cluster == "docker" else None) as peaks:
+                                rs = run_policy(lab, data, workload, args.jobs, args.interarrival_s,
+                                                f"{name}-{run}")
                             text = engine.metrics()
                         finally:
                             engine.stop()
                         summary = summarize_run(rs)
+                        if peaks.peaks:
+                            summary["node_peaks"] = dict(sorted(peaks.peaks.items()))
                         after = json.loads(lab.pluginMetrics())
                         # the plugin's counters over this policy's run: how much of it the engine really placed
                         summary["plugin"] = {k: after[k] - before.get(k, 0) for k in after
@@ -1111,6 +1153,9 @@ def main(argv=None) -> int:
                         "engine_labels": {s: per_policy[name]["labels"].get(s, 0)
                                           for s in ("cl", "dl", "crl", "drl", "no")},
                         "plugin": {k: sum(r["plugin"].get(k, 0) for r in runs) for k in runs[0]["plugin"]},
+                        # the most containers / MB / vcores in use on any node in any run (docker: RM REST)
+                        "node_peak": {d: max((p[d] for r in runs for p in r.get("node_peaks", {}).values()),
+                                             default=0) for d in ("containers", "memory_mb", "vcores")},
                         "decision_latency_ms": {"p50": quantile(lat, 0.5) * 1000, "p99": quantile(lat, 0.99) * 1000,
                                                 "count": lat[-1][1] if lat else 0},
                         "emulator": emulator_prediction(name, workload, params, args.emulator_episodes,

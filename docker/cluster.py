@@ -51,6 +51,7 @@ ENGINE_GRPC_PORT = 50051
 ENGINE_METRICS_PORT = 9464
 PROXY_CONTROL_PORT = 7070
 INVALID_ENGINE_PORT = 50061  # docker/invalid_engine.py, inside the fault proxy's container (loopback there)
+WAITING_ENGINE_PORT = 50062  # docker/invalid_engine.py --kinds wait: an engine that only waits (same container)
 FAULT_SCRIPTS = Path(__file__).resolve().parent  # fault_proxy.py and invalid_engine.py, mounted into the proxy
 NN_HTTP_PORT = 9870
 RM_HTTP_PORT = 8088
@@ -423,6 +424,7 @@ class Cluster:
         read-only into the engine image (no image of their own)."""
         script = "/yarnrl-faults"
         cmd = (f"python {script}/invalid_engine.py --host 127.0.0.1 --port {INVALID_ENGINE_PORT} & "
+               f"python {script}/invalid_engine.py --host 127.0.0.1 --port {WAITING_ENGINE_PORT} --kinds wait & "
                f"exec python {script}/fault_proxy.py --listen 0.0.0.0:{ENGINE_GRPC_PORT} "
                f"--upstream engine:{ENGINE_GRPC_PORT} --control 0.0.0.0:{PROXY_CONTROL_PORT}")
         volumes = {str(FAULT_SCRIPTS / f): (f"{script}/{f}", "ro") for f in ("fault_proxy.py", "invalid_engine.py")}

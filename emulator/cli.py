@@ -122,12 +122,18 @@ def cmd_run(args) -> int:
     _check_policies(args.scenario, [args.policy])
     models = {args.policy: existing_file(args.model)} if args.model else {}
     _check_remote(args, [args.policy], models)
+    if args.shadow is not None:
+        if args.remote is None:
+            raise UsageError("--shadow asks an engine in shadow mode: give --remote HOST:PORT or --remote spawn")
+        _check_policies(args.scenario, [args.shadow])
     scenario = _scenario(args)
     _prebuild_for_spawn(args, [args.policy], models)
     result = compare(scenario, [args.policy], args.episodes or scenario.default_episodes, args.seed,
                      models=models, remote=args.remote, progress=not args.no_progress, timeout=args.timeout,
-                     decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb)
-    result["mode"] = "remote" if args.remote else "in-process"
+                     decision_log=args.decision_log, log_rotate_mb=args.log_rotate_mb, shadow=args.shadow,
+                     batched=args.batched)
+    result["mode"] = ("shadow" if args.shadow else "remote" if args.remote else "in-process") + (
+        " batched" if args.batched else "")
     if not args.json:
         print(format_table(result))
     print(json.dumps(result) if args.json else "", end="\n" if args.json else "")
@@ -251,8 +257,16 @@ def cmd_replay(args) -> int:
         raise UsageError(f"--log {args.log} is not a directory (the DIR given to --decision-log)")
     try:
         result = replay(args.log, policies, models, limit=args.limit, progress=not args.no_progress)
+        from policy_engine.shadow import shadow_comparison
+
+        shadow = shadow_comparison(args.log)  # a log recorded in shadow mode: the engine's mix against YARN's
     except DecisionLogError as e:
         raise CommandFailed(str(e)) from None
+    if shadow is not None:
+        result["shadow"] = shadow
+        if not args.json:
+            print(f"shadow mode: {shadow['decisions']} decisions; containers the engine would have placed "
+                  f"{shadow['engine']}, YARN placed {shadow['yarn']}")
     if not args.json:
         print(format_replay(result))
     print(json.dumps(result) if args.json else "", end="\n" if args.json else "")
@@ -322,6 +336,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help="how long to wait for the engine at --remote to answer, and every call's deadline "
                         f"(default {DEFAULT_TIMEOUT_S:g})")
+    r.add_argument("--shadow", metavar="NATIVE",
+                   help="shadow mode, as the plugin's yarnrl.engine.mode=shadow: ask the engine at --remote (policy "
+                        "--policy) without applying its answers and place with NATIVE in process (YARN's stand-in, "
+                        "e.g. delay); the metrics are NATIVE's, the engine records the comparison")
+    r.add_argument("--batched", action="store_true",
+                   help="send every heartbeat through the batched path (ScheduleBatch), as a plugin that batches "
+                        "does; the decisions are the same")
     r.add_argument("--json", action="store_true", help="last line of stdout is one JSON object")
     decision_log_options(r)
     r.set_defaults(fn=cmd_run)

@@ -221,6 +221,17 @@ class EngineMetrics:
             "absurd", ["reason"], registry=self.registry)
         self.unauthenticated = Counter("yarnrl_unauthenticated", "RPCs refused for a missing or wrong bearer "
                                        "token (--token-file)", registry=self.registry)
+        # Shadow mode (ScheduleRequest.shadow): the engine's decision is not applied; YARN's placements come back as
+        # ContainerStarted events naming the decision (policy_engine/shadow.py).
+        self.shadow_decisions = Counter("yarnrl_shadow_decisions", "Shadow-mode decisions (answered, not applied)",
+                                        registry=self.registry)
+        self.shadow_containers = Counter(
+            "yarnrl_shadow_containers", "Shadow mode: containers by who placed them (engine: what it would have "
+            "placed; yarn: what YARN placed on the same heartbeats) and locality", ["placed_by", "locality"],
+            registry=self.registry)
+        self.shadow_placements = Counter(
+            "yarnrl_shadow_placements", "ContainerStarted events matched to a shadow decision, by whether the "
+            "engine had chosen the same node for that ask (agree) or not", ["outcome"], registry=self.registry)
         # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
         self._decided: dict[tuple[str, str], Any] = {}
         self._placed: dict[Locality, Any] = {}
@@ -271,6 +282,7 @@ class Engine:
         self.learner = None
         self.learning: LearningLoop | None = None
         self.decision_log = None  # policy_engine.decision_log.DecisionLog, when attached
+        self._shadow = None  # policy_engine.shadow.ShadowRecorder, made on the first shadow request
         self._learning_mode = learning
         self._queue_capacity = queue_capacity
 
@@ -401,11 +413,22 @@ class Engine:
         t0 = time.perf_counter()
         decision = self.schedule(obs)
         decision_id = self.state.next_decision_id()
+        if obs.shadow:
+            self.shadow.decided(decision_id, obs, decision)
         dlog = self.decision_log
         if dlog is not None:
             dlog.schedule(obs, decision, decision_id, self.policy, time.perf_counter() - t0,
                           raw=None if self.annotators else raw)
         return decision, decision_id
+
+    @property
+    def shadow(self):
+        """What this engine would have placed against what YARN placed, for shadow requests (policy_engine.shadow)."""
+        if self._shadow is None:
+            from policy_engine.shadow import ShadowRecorder
+
+            self._shadow = ShadowRecorder(self.metrics)
+        return self._shadow
 
     def route_logged(self, obs: RouteObservation) -> tuple[RouteDecision, str]:
         t0 = time.perf_counter()
@@ -496,6 +519,8 @@ class Engine:
                 m.reports.labels(ev.kind).inc()
             for annotate in self.event_annotators:
                 annotate(ev)
+            if self._shadow is not None:  # after the labeler: YARN's placement with the engine's read level
+                self._shadow.observe(ev)
             for listener in self.listeners:
                 listener(ev)
         if self.learning is not None:
