@@ -318,8 +318,9 @@ public class RlRouterPolicy implements FederationRouterPolicy {
         .setSubmitTime((System.currentTimeMillis() - state.startMillis) / stepMs)
         .setExpectedHeteroFactor(1.0)
         .setHeteroSensitivity(1);
+    int executors = (int) Math.max(1, Math.min(Integer.MAX_VALUE / 2, Math.round(tags.executors * s.jobScale)));
     for (int i = 0; i < 10; i++) {
-      job.addRequestDistribution(tags.executors);
+      job.addRequestDistribution(executors);
     }
     long seq = state.sequence.getAndIncrement();
     RouteRequest.Builder req = RouteRequest.newBuilder()
@@ -328,6 +329,9 @@ public class RlRouterPolicy implements FederationRouterPolicy {
         .addJobs(job)
         .setSequence(seq)
         .setStreamId(s.streamId);
+    if (s.shapeCapacity.length > 0) {
+      return shaped(req, candidates).build();
+    }
     for (Candidate c : candidates) {
       SubClusterLoad l = c.load;
       long capacity = Math.max(0, l.totalMb) / s.executorMb;
@@ -358,6 +362,47 @@ public class RlRouterPolicy implements FederationRouterPolicy {
       req.addClusters(pad);
     }
     return req.build();
+  }
+
+  /** The clusters in a model's shape ({@link RouterSettings#CLUSTER_SHAPE}): slot k is SC(k+1) or full padding. */
+  private RouteRequest.Builder shaped(RouteRequest.Builder req, List<Candidate> candidates) {
+    RouterSettings s = state.settings;
+    Set<Candidate> placed = new HashSet<>();
+    for (int k = 0; k < s.shapeCapacity.length; k++) {
+      long cap = s.shapeCapacity[k];
+      Candidate found = null;
+      for (Candidate c : candidates) {
+        if (c.clusterId == k + 1) {
+          found = c;
+        }
+      }
+      ClusterState.Builder b = ClusterState.newBuilder().setCapacity(cap).setMaxCapacity(cap).setCurrentCapacity(cap)
+          .setHeteroFactor(s.shapeHetero[k]);
+      if (found == null) {
+        b.setClusterId(PADDING_BASE + k).setPadding(true).setAvailable(0);
+        for (int i = 0; i < s.historyLength; i++) {
+          b.addOccupationHistory(1.0f);
+        }
+      } else {
+        placed.add(found);
+        SubClusterLoad l = found.load;
+        b.setClusterId(found.clusterId).setSubCluster(found.id.getId())
+            .setAvailable(Math.round(cap * (1.0 - l.occupation())))
+            .addAllOccupationHistory(state.history(found.id.getId(), l))
+            .setQueuedJobs((int) Math.max(0, Math.min(Integer.MAX_VALUE, l.appsPending)))
+            .setAvailableMb(l.availableMb).setTotalMb(l.totalMb).setAvailableVcores(l.availableVcores)
+            .setTotalVcores(l.totalVcores).setContainersPending(l.containersPending).setAppsPending(l.appsPending)
+            .setActiveNodes(l.activeNodes);
+      }
+      req.addClusters(b);
+    }
+    for (Candidate c : candidates) { // outside the shape: sent as-is; a model of that shape refuses the request
+      if (!placed.contains(c)) {
+        req.addClusters(ClusterState.newBuilder().setClusterId(c.clusterId).setSubCluster(c.id.getId())
+            .setHeteroFactor(1.0).addAllOccupationHistory(state.history(c.id.getId(), c.load)));
+      }
+    }
+    return req;
   }
 
   private static RouterPolicyMetrics.Fallback reason(RouteEngine.Outcome o) {

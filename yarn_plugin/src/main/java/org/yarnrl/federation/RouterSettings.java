@@ -24,6 +24,14 @@ final class RouterSettings {
   /** Seconds of real time per emulator step (job run times and deadlines are sent in steps). */
   static final String SECONDS_PER_STEP = PREFIX + "seconds-per-step";
   static final String STREAM_ID = PREFIX + "stream-id";
+  /**
+   * A model's fixed cluster shape, {@code CAPACITY[:HETERO],...} (RL-LSFC checks both): slot k carries sub-cluster
+   * SC(k+1) with this capacity and heterogeneity factor and its real free share (available = capacity * (1 -
+   * occupation)); slots without an active candidate are sent as full padding.
+   */
+  static final String CLUSTER_SHAPE = PREFIX + "cluster-shape";
+  /** Multiplies a job's executor count (yarnrl.executors) into the model's scale. */
+  static final String JOB_SCALE = PREFIX + "job-scale";
   /** false: never ask the engine, route by the built-in rule only (a baseline, and an off switch). */
   static final String ENABLED = PREFIX + "engine.enabled";
 
@@ -38,6 +46,9 @@ final class RouterSettings {
   final double secondsPerStep;
   final String streamId;
   final boolean engineEnabled;
+  final long[] shapeCapacity;
+  final double[] shapeHetero;
+  final double jobScale;
 
   private RouterSettings(Configuration conf) {
     engineEnabled = bool(conf, ENABLED, true);
@@ -69,6 +80,46 @@ final class RouterSettings {
     }
     secondsPerStep = v;
     streamId = conf.getTrimmed(STREAM_ID, "router");
+    jobScale = positive(conf, JOB_SCALE, 1.0);
+    String shape = conf.getTrimmed(CLUSTER_SHAPE, "");
+    if (shape.isEmpty()) {
+      shapeCapacity = new long[0];
+      shapeHetero = new double[0];
+    } else {
+      String[] parts = shape.split(",");
+      shapeCapacity = new long[parts.length];
+      shapeHetero = new double[parts.length];
+      for (int i = 0; i < parts.length; i++) {
+        String[] ch = parts[i].trim().split(":");
+        try {
+          shapeCapacity[i] = Long.parseLong(ch[0].trim());
+          shapeHetero[i] = ch.length > 1 ? Double.parseDouble(ch[1].trim()) : 1.0;
+        } catch (NumberFormatException e) {
+          shapeCapacity[i] = -1;
+        }
+        if (ch.length > 2 || shapeCapacity[i] <= 0 || !(shapeHetero[i] > 0) || Double.isInfinite(shapeHetero[i])) {
+          throw new IllegalArgumentException(CLUSTER_SHAPE + " must be CAPACITY[:HETERO],... with positive numbers, "
+              + "got '" + shape + "'");
+        }
+      }
+    }
+  }
+
+  private static double positive(Configuration conf, String key, double def) {
+    String s = conf.getTrimmed(key);
+    if (s == null || s.isEmpty()) {
+      return def;
+    }
+    double v;
+    try {
+      v = Double.parseDouble(s);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + " must be a positive number, got '" + s + "'");
+    }
+    if (!(v > 0) || Double.isInfinite(v)) {
+      throw new IllegalArgumentException(key + " must be a positive number, got '" + s + "'");
+    }
+    return v;
   }
 
   /** The settings of {@code conf}, or an IllegalArgumentException naming the first key whose value makes no sense. */
@@ -109,6 +160,7 @@ final class RouterSettings {
     return "engine " + (engineEnabled ? engineAddress + " deadline " + deadlineMillis + " ms, breaker "
         + breakerFailures + " failures / " + breakerOpenMillis + " ms" : "off (built-in rule only)")
         + ", executor " + executorMb + " MB, history " + historyLength + " x " + historyIntervalMillis + " ms, pad to "
-        + padClusters + " clusters, " + secondsPerStep + " s per step";
+        + padClusters + " clusters, " + secondsPerStep + " s per step, shape "
+        + java.util.Arrays.toString(shapeCapacity) + java.util.Arrays.toString(shapeHetero) + ", job scale " + jobScale;
   }
 }

@@ -158,6 +158,25 @@ class RlRouterPolicyTest {
   }
 
   @Test
+  void aModelsClusterShapeIsFilledSlotBySlot() throws Exception {
+    FederationRouterPolicy p = policy(RouterSettings.CLUSTER_SHAPE, "800:70,1200:60,1500:100",
+        RouterSettings.JOB_SCALE, "25");
+    answer.set(r -> to(2));
+    assertEquals(SC2, p.getHomeSubcluster(app(40, "yarnrl.executors=2"), new ArrayList<>(List.of(SC1))));
+    RouteRequest r = seen.get(seen.size() - 1);
+    assertEquals(3, r.getClustersCount());
+    assertTrue(r.getClusters(0).getPadding());               // SC1 is blacklisted: its slot is full padding
+    assertEquals(800, r.getClusters(0).getCapacity());
+    assertEquals(0, r.getClusters(0).getAvailable());
+    assertEquals("SC2", r.getClusters(1).getSubCluster());
+    assertEquals(1200, r.getClusters(1).getCapacity());
+    assertEquals(600, r.getClusters(1).getAvailable());      // half of SC2's memory is free
+    assertEquals(60.0, r.getClusters(1).getHeteroFactor(), 1e-9);
+    assertEquals(100.0, r.getClusters(2).getHeteroFactor(), 1e-9);
+    assertEquals(50, r.getJobs(0).getRequestDistribution(0));
+  }
+
+  @Test
   void invalidAnswersFallBackToMostAvailableMemory() throws Exception {
     FederationRouterPolicy p = policy(RouterSettings.PAD_CLUSTERS, "3");
     RouterPolicyMetrics m = RlRouterPolicy.metrics();
@@ -231,7 +250,8 @@ class RlRouterPolicyTest {
         {RouterSettings.DEADLINE_MS, "0"}, {RouterSettings.DEADLINE_MS, "fast"},
         {RouterSettings.EXECUTOR_MB, "-1"}, {RouterSettings.PAD_CLUSTERS, "-2"},
         {RouterSettings.SECONDS_PER_STEP, "0"}, {RouterSettings.ENGINE_ADDRESS, "engine"},
-        {RouterSettings.ENABLED, "maybe"}, {RouterSettings.HISTORY_LENGTH, "0"}}) {
+        {RouterSettings.ENABLED, "maybe"}, {RouterSettings.HISTORY_LENGTH, "0"},
+        {RouterSettings.CLUSTER_SHAPE, "800:70,-3"}, {RouterSettings.JOB_SCALE, "0"}}) {
       FederationPolicyInitializationException e =
           assertThrows(FederationPolicyInitializationException.class, () -> policy(bad));
       assertTrue(e.getMessage().contains(bad[0]), e.getMessage());
