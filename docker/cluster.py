@@ -660,6 +660,8 @@ def main(argv: list[str] | None = None) -> int:
                           "client; host ports are picked by Docker")
     fed.add_argument("--sc-memory", default="4096,2048", metavar="MB,MB,...",
                      help="NodeManager memory of each sub-cluster's workers (default %(default)s; the last repeats)")
+    fed.add_argument("--sc-ids", default="", metavar="ID,ID,...",
+                     help="sub-cluster ids (default SC1..SCN); the Router policy's model slots follow their numbers")
     fed.add_argument("--workers-per-subcluster", type=int, default=1, help="workers per sub-cluster (default 1)")
     fed.add_argument("--router-set", action="append", default=[], metavar="KEY=VALUE",
                      help="a Router property, e.g. yarnrl.federation.pad-clusters=5 (repeatable)")
@@ -694,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
                 engine=not args.no_engine, workers_per_subcluster=args.workers_per_subcluster,
                 sc_memory_mb=[int(x) for x in args.sc_memory.split(",") if x.strip()],
                 router_settings=args.router_set,
+                subcluster_ids=[x.strip() for x in args.sc_ids.split(",") if x.strip()],
                 models_dir=str(Path(args.models_dir or Path(__file__).resolve().parent.parent / "models").resolve()))
             t = time.monotonic()
             fed = federation.Federation(spec)

@@ -65,6 +65,10 @@ class FederationSpec(ClusterSpec):
     router_deadline_ms: int = 50
     router_breaker_open_ms: int = 5000
     models_dir: str | None = None   # mounted read-only at /models in the engine container
+    # sub-cluster ids (default SC1..SCN). The Router policy numbers a sub-cluster by its id's trailing number, and
+    # a model's cluster shape puts SC<k> in slot k-1: SC5,SC3 give the big and the small sub-cluster the slots of
+    # a 5-cluster model's largest and middle clusters.
+    subcluster_ids: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         if self.subclusters < 2:
@@ -72,6 +76,9 @@ class FederationSpec(ClusterSpec):
         if len(self.sc_memory_mb) < self.subclusters:
             self.sc_memory_mb = list(self.sc_memory_mb) + [self.sc_memory_mb[-1]] * (
                 self.subclusters - len(self.sc_memory_mb))
+        if self.subcluster_ids and (len(self.subcluster_ids) != self.subclusters
+                                    or len(set(self.subcluster_ids)) != self.subclusters):
+            raise ValueError(f"--sc-ids needs {self.subclusters} distinct ids, got {self.subcluster_ids}")
         self.workers = self.subclusters * self.workers_per_subcluster
         self.racks = self.subclusters
         self.nn_port = self.nn_port if self.nn_port != NN_HTTP_PORT else None
@@ -80,6 +87,8 @@ class FederationSpec(ClusterSpec):
         self.grpc_port = self.grpc_port if self.grpc_port != ENGINE_GRPC_PORT else None
 
     def sc_ids(self) -> list[str]:
+        if self.subcluster_ids:
+            return list(self.subcluster_ids)
         return [f"SC{k + 1}" for k in range(self.subclusters)]
 
     def sc_workers(self, k: int) -> list[str]:
@@ -201,6 +210,38 @@ class Federation(Cluster):
         args = ["--model", f"/models/{model}"] if model else []
         self.start_engine(policy, settings, wait=True, timeout=timeout, args=args, **self._engine_kwargs())
 
+    def start_invalid_engine(self, timeout: float = 120.0) -> None:
+        """In the engine's place (engine:50051): docker/invalid_engine.py, whose every Route answer names a cluster
+        that is no candidate or a job the request does not have."""
+        import docker
+
+        from cluster import FAULT_SCRIPTS
+
+        try:
+            self.client.containers.get(self.spec.container("engine")).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        script = "/yarnrl-faults/invalid_engine.py"
+        self._start("engine", images.ENGINE_IMAGE,
+                    ["-c", f"exec python {script} --host 0.0.0.0 --port {ENGINE_GRPC_PORT}"],
+                    {ENGINE_GRPC_PORT: None}, env={"PYTHONUNBUFFERED": "1"},
+                    volumes={str(FAULT_SCRIPTS / "invalid_engine.py"): (script, "ro")}, entrypoint=["bash"])
+        self._wait(lambda: "answering invalid" in self.logs("engine", 20), timeout, "the invalid engine", ["engine"])
+
+    def restart_router(self, settings: list[str], timeout: float = 300.0) -> None:
+        """The Router container again with other policy settings ("key=value"): the policy's settings are read
+        once, at the Router's first submission, and its counters start from zero."""
+        import docker
+
+        try:
+            self.client.containers.get(self.spec.container("router")).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        self.spec.router_settings = list(settings)
+        self._start("router", images.ROUTER_IMAGE, [], {ROUTER_WEB_PORT: self.spec.router_port},
+                    env=self._router_env())
+        self._wait(self.router_sees_all, timeout, "the Router to see every sub-cluster's nodes", ["router", "zk"])
+
     def _check_ports(self) -> None:
         pass  # every host port is picked by Docker unless given; a taken given port fails at start with its name
 
@@ -310,8 +351,15 @@ class Federation(Cluster):
             c = next(c for c in workers if c.labels["org.yarnrl.role"] == f"sc{k + 1}-worker1")
             env = dict(kv.split("=", 1) for kv in c.attrs["Config"]["Env"] if "=" in kv)
             mem.append(int(env.get("YARNRL_NM_MEMORY_MB", 4096)))
+        ids = []
+        for k in range(len(rms)):
+            c = next(c for c in found if c.labels.get("org.yarnrl.role") == f"rm{k + 1}")
+            env = dict(kv.split("=", 1) for kv in c.attrs["Config"]["Env"] if "=" in kv)
+            extra = env.get("YARNRL_YARN_EXTRA", "")
+            key = "<name>yarn.resourcemanager.cluster-id</name><value>"
+            ids.append(extra.split(key, 1)[1].split("<", 1)[0] if key in extra else f"SC{k + 1}")
         fed = cls(FederationSpec(name=name, subclusters=len(rms), workers_per_subcluster=per, sc_memory_mb=mem,
-                                 **spec_kwargs))
+                                 subcluster_ids=ids, **spec_kwargs))
         for c in found:
             if c.labels.get("org.yarnrl.role") == "engine":
                 fed.spec.policy = c.labels.get("org.yarnrl.policy", fed.spec.policy)
