@@ -59,9 +59,11 @@ cluster-down:
 FED ?= yarnrl-fed
 FEDERATION ?= 2
 SC_MEMORY ?= 4096,2048
+SC_IDS ?= SC5,SC3
 FED_POLICY ?= maf
 federation-up: install
-	$(PY) docker/cluster.py up --name $(FED) --federation $(FEDERATION) --sc-memory $(SC_MEMORY) --policy $(FED_POLICY)
+	$(PY) docker/cluster.py up --name $(FED) --federation $(FEDERATION) --sc-ids $(SC_IDS) --sc-memory $(SC_MEMORY) \
+	    --policy $(FED_POLICY)
 
 federation-down:
 	$(PY) docker/cluster.py down --name $(FED)

@@ -259,6 +259,49 @@ def predict(policy: str, w, args) -> dict:
             "missed_per_category": {name: int(missed[cats == c].sum()) for c, name in CATEGORIES.items()}}
 
 
+def buffer_study(policies: list[str], args, episodes: int) -> dict:
+    """The Router sees one submission at a time, so RL-FC and RL-LSFC choose from a one-job buffer there. Their
+    emulated episodes with the global buffer as the papers have it, and with only its oldest job shown (what the
+    Router gives them): TMDL and AJDR, mean over `episodes` seeds of the full-size scenario."""
+    import dataclasses
+
+    from emulator.drivers import make_driver
+    from emulator.multicluster.scenario import RLFCScenario, RLLSFCScenario
+    from emulator.multicluster.sim import Federation
+    from emulator.scenarios.hetero_elastic import FEDERATION_002, PATTERNS_002, PROFILE_002
+    from emulator.scenarios.multicluster import CLUSTERS_000, PATTERNS_000, PROFILE_000
+
+    out = {}
+    for policy in policies:
+        if policy == "rl-lsfc":
+            sc = RLLSFCScenario("buffer", FEDERATION_002, PATTERNS_002[args.pattern], PROFILE_002, 1000)
+        else:
+            sc = RLFCScenario("buffer", Federation(CLUSTERS_000), PATTERNS_000[args.pattern], PROFILE_000, 500)
+        model = MODELS.get(policy)
+        row = {}
+        for mode in ("buffer", "one-job"):
+            tmdl, ajdr = [], []
+            with make_driver(policy, model=str(REPO / "models" / model.format(pattern=args.pattern))
+                             if model else None) as d:
+                for ep in range(episodes):
+                    sim = sc.make_sim()
+                    obs = sim.reset(args.seed + ep)
+                    while obs is not None:
+                        ev = sim.take_events()
+                        if ev:
+                            d.report(ev)
+                        if mode == "one-job" and len(obs.jobs) > 1:
+                            obs = dataclasses.replace(obs, jobs=obs.jobs[:1])
+                        obs = sim.step(d.route(obs))
+                    res = sim.result()
+                    tmdl.append(res.tmdl)
+                    ajdr.append(res.ajdr())
+            row[mode] = {"tmdl": float(np.mean(tmdl)), "ajdr": float(np.mean(ajdr))}
+        out[policy] = row
+        print(f"[federation] buffer study {policy}: {row}", file=sys.stderr)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- report
 def rank(values: dict[str, float]) -> list[str]:
     return [p for p, _ in sorted(values.items(), key=lambda kv: (kv[1], kv[0]))]
@@ -318,11 +361,21 @@ def main(argv=None) -> int:
                     help="emulated executors per real map (the jobs' 50-350 executors -> 1-3 maps)")
     ap.add_argument("--job-timeout", type=float, default=1800.0, help="seconds for a policy's whole stream")
     ap.add_argument("--predict-only", action="store_true", help="only the emulator's prediction (no federation)")
+    ap.add_argument("--buffer-study", type=int, default=0, metavar="EPISODES",
+                    help="only the emulator: each policy with the papers' global buffer vs the Router's one-job "
+                         "buffer, mean TMDL / AJDR over EPISODES full-size episodes")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     if args.jobs < 1:
         ap.error("--jobs must be at least 1")
+    if args.buffer_study:
+        study = buffer_study(policies, args, args.buffer_study)
+        out = Path(args.out) / f"buffer-{args.pattern}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(study, indent=1))
+        print(json.dumps({"buffer_study": study, "episodes": args.buffer_study, "pattern": args.pattern}))
+        return 0
     w = workload(args)
     predictions = {p: predict(p, w, args) for p in policies}
     if args.predict_only:
