@@ -8,12 +8,22 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test install proto plugin clean images cluster-up cluster-down federation-up federation-down
 MVN ?= mvn
 
+DEMO_STAMP := $(VENV)/.installed-demo
+
 # setup.py and the .pyx: the emulator's compiled event loop is built by the install (rebuilt when they change)
 $(STAMP): pyproject.toml setup.py emulator/multicluster/_fastloop.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[all]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
+
+# The demo's install: the engine and the emulator only (no torch, no test tools): ~400 MB, about a minute.
+# A full install (`make install`, `make test`) satisfies it too.
+$(DEMO_STAMP): pyproject.toml setup.py emulator/multicluster/_fastloop.pyx
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[emulator]'
+	touch $(DEMO_STAMP)
 
 install: $(STAMP)
 
@@ -23,7 +33,7 @@ proto: $(STAMP)
 	$(PY) tools/genproto.py
 
 # Every step below talks to real `policy-engine serve` processes over gRPC on loopback ("--remote spawn").
-demo: install
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/policy-engine demo
 	$(VENV)/bin/emulator compare --scenario locality-wordcount --policies fifo,delay,acl --episodes 5 --remote spawn
 	$(VENV)/bin/emulator compare --scenario multicluster-uniform --policies sf-e,rl-fc \
