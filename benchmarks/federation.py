@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "docker"))
 
 RESULTS = REPO / "benchmarks" / "results" / "federation"
-EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/hadoop-mapreduce-examples.jar"
+EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/yarnrl-sleep-job.jar"  # SleepJob (docker/router)
 CATEGORIES = {1: "regular", 2: "time-critical", 3: "streaming"}
 MODELS = {"rl-fc": "rl-fc-{pattern}.safetensors", "rl-lsfc": "rl-lsfc-uniform.safetensors"}
 # What the Router sends for each policy (docker/router/router-daemon writes these into its yarn-site.xml)
@@ -99,7 +99,7 @@ def real_jobs(w, args, overhead_s: float) -> list[dict]:
 
 # ---------------------------------------------------------------------------------------------- real runs
 def submit(fed, name: str, job: dict, log: Path) -> subprocess.Popen:
-    cmd = ["docker", "exec", fed.spec.container("client"), "timeout", "900", "hadoop", "jar", EXAMPLES_JAR, "sleep",
+    cmd = ["docker", "exec", fed.spec.container("client"), "timeout", "900", "hadoop", "jar", EXAMPLES_JAR,
            f"-Dmapreduce.job.tags={job['tags']}", f"-Dmapreduce.job.name={name}",
            "-m", str(job["maps"]), "-r", "0", "-mt", str(int(job["map_s"] * 1000))]
     return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)

@@ -42,6 +42,8 @@ from cluster import (
 )
 
 ROUTER_CLIENT_PORT = 8050
+# SleepJob (jobs of a chosen run time): in the client, which runs from the router image (docker/router/Dockerfile)
+SLEEP_JAR = "/opt/hadoop/share/hadoop/mapreduce/yarnrl-sleep-job.jar"
 ROUTER_WEB_PORT = 8089
 ZK_PORT = 2181
 ROUTER_JMX_BEAN = "Hadoop:service=Router,name=RlRouterPolicy"
@@ -191,7 +193,7 @@ class Federation(Cluster):
                 self.start_engine(s.policy, s.policy_settings, wait=False, **self._engine_kwargs())
             self._start("router", images.ROUTER_IMAGE, [], {ROUTER_WEB_PORT: s.router_port},
                         env=self._router_env())
-            self._start("client", images.HADOOP_IMAGE, ["client"], {})
+            self._start("client", images.ROUTER_IMAGE, ["client"], {}, entrypoint=["/opt/hadoop/bin/yarnrl-daemon"])
             say("containers started; waiting for DataNodes, each sub-cluster's NodeManagers, the Router and the engine")
             self.wait_ready(timeout=max(10.0, timeout - (time.monotonic() - t0)))
         except BaseException:

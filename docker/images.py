@@ -280,9 +280,24 @@ def build_router(client, hadoop_hash: str, force: bool) -> Result:
     shutil.rmtree(plugin_dir, ignore_errors=True)
     plugin_dir.mkdir(parents=True)
     shutil.copy2(ROUTER_JAR, plugin_dir / ROUTER_JAR.name)
+    _sleep_job_jar(ctx / "target" / "sleep")
     _say(f"docker build {ROUTER_IMAGE}")
     _docker_build(client, ctx, ROUTER_IMAGE, h, hadoop_hash, steps, base_image=HADOOP_IMAGE)
     return Result(ROUTER_IMAGE, h, False, time.monotonic() - t, steps)
+
+
+def _sleep_job_jar(d: Path) -> Path:
+    """yarnrl-sleep-job.jar: SleepJob's classes from the jobclient tests jar, with SleepJob as its Main-Class."""
+    import zipfile
+
+    out = d / "yarnrl-sleep-job.jar"
+    with zipfile.ZipFile(d / "hadoop-mapreduce-client-jobclient-tests.jar") as src, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        dst.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nMain-Class: org.apache.hadoop.mapreduce.SleepJob\n")
+        for name in src.namelist():
+            if name.startswith("org/apache/hadoop/mapreduce/SleepJob"):
+                dst.writestr(name, src.read(name))
+    return out
 
 
 def ensure_federation_images() -> list[Result]:

@@ -11,13 +11,13 @@ import pytest
 
 from federation import Federation, ROUTER_JMX_BEAN  # noqa: F401  (docker/federation.py, via conftest)
 
-EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/hadoop-mapreduce-examples.jar"
+EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/yarnrl-sleep-job.jar"  # SleepJob (docker/router)
 APP_ID = re.compile(r"Submitted application (application_\d+_\d+)")
 
 
 def sleep_job(fed: Federation, tags: str = "yarnrl.category=regular", map_ms: int = 1000) -> str:
     """A 1-map sleep job through the Router; returns its application id once it has finished (it must succeed)."""
-    rc, out = fed.exec(f"hadoop jar {EXAMPLES_JAR} sleep -Dmapreduce.job.tags={tags} -m 1 -r 0 -mt {map_ms}",
+    rc, out = fed.exec(f"hadoop jar {EXAMPLES_JAR} -Dmapreduce.job.tags={tags} -m 1 -r 0 -mt {map_ms}",
                        timeout=400, check=False)
     m = APP_ID.search(out)
     assert rc == 0 and m, f"the job failed (exit {rc}):\n{out[-3000:]}"
@@ -26,7 +26,7 @@ def sleep_job(fed: Federation, tags: str = "yarnrl.category=regular", map_ms: in
 
 def start_sleep_job(fed: Federation, map_ms: int) -> subprocess.Popen:
     return subprocess.Popen(["docker", "exec", fed.spec.container("client"), "timeout", "400", "hadoop", "jar",
-                             EXAMPLES_JAR, "sleep", "-m", "1", "-r", "0", "-mt", str(map_ms)],
+                             EXAMPLES_JAR, "-m", "1", "-r", "0", "-mt", str(map_ms)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
