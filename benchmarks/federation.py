@@ -397,6 +397,8 @@ def main(argv=None) -> int:
         r = run_policy(fed, p, jobs, args, tmp)
         r["prediction"] = predictions[p]
         runs.append(r)
+        partial = Path(args.out) / f"federation-{args.pattern}-{args.jobs}.partial.json"
+        partial.write_text(json.dumps({"runs": runs, "overhead_s": overhead, "settings": vars(args)}, indent=1))
         print(f"[federation] {p}: TMDL {r['tmdl']} (emulator {predictions[p]['tmdl']}), AJDR {r['ajdr']:.1f}, "
               f"succeeded {r['succeeded']}/{r['jobs']}, fallbacks {r['router'].get('FallbacksTotal')}",
               file=sys.stderr)
@@ -409,6 +411,7 @@ def main(argv=None) -> int:
     out = Path(args.out) / f"federation-{args.pattern}-{args.jobs}"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    (Path(args.out) / f"federation-{args.pattern}-{args.jobs}.partial.json").unlink(missing_ok=True)
     write_report(result, out)
     print(out.with_suffix(".md").read_text())
     summary = {k: v for k, v in result.items() if k != "runs"}
