@@ -19,6 +19,9 @@ then the engine is restored and the job runs on.
     invalid  the proxy re-points to docker/invalid_engine.py (in its container): SERVING, right protocol version,
              every Schedule answer invalid (over-allocating, unknown ask, wrong request id, zero count, in turn);
              the plugin must refuse each (FallbacksInvalidAnswer); then back to the engine
+    waits    the proxy re-points to docker/invalid_engine.py --kinds wait (same container): every answer valid and
+             empty, an engine that only waits (issue 23); the plugin schedules each ask natively once it has waited
+             its cap (FallbacksWaitHeartbeats / FallbacksWaitTime); then back to the engine
     netcut   the proxy cuts the path: open connections reset, new ones reset on accept (a firewall reject), then
              restores it. Cut at the proxy rather than with `docker network disconnect` of the engine: a
              disconnect blackholes the RM's open connection, and how soon it comes back after the reconnect is set
@@ -34,7 +37,8 @@ Measured per case from the ResourceManager's RlScheduler JMX bean (and its REST 
     engine_s        recovery -> first engine answer applied again (EngineDecisions rises; a heartbeat with asks)
     last_native_s   recovery -> the last fallback counted before that first engine answer (0: none)
     job_s           the job's run time (ResourceManager's start/finish) and whether it succeeded
-    fallbacks       per reason (timeout, unavailable, error, invalid_answer, breaker_open) over the case
+    fallbacks       per reason (timeout, unavailable, error, invalid_answer, breaker_open, wait_heartbeats,
+                    wait_time) over the case
     over_allocated  nodes ever allocated beyond their resources (must be none): available memory negative in
                     any sample, or available vcores negative in a case where nothing was scheduled natively
     vcores_overcommitted  nodes whose available vcores went negative. YARN's own FIFO scheduler (the native
@@ -71,11 +75,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docker"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-CASES = ("none", "kill", "pause", "slow", "invalid", "netcut")
-PROXY_CASES = ("slow", "invalid", "netcut")  # need the fault proxy in front of the engine
+CASES = ("none", "kill", "pause", "slow", "invalid", "waits", "netcut")
+PROXY_CASES = ("slow", "invalid", "waits", "netcut")  # need the fault proxy in front of the engine
 UNHEALTHY = ("kill", "pause", "netcut")  # the plugin's health check must see these (slow and invalid answer it)
 REASONS = {"timeout": "FallbacksTimeout", "unavailable": "FallbacksUnavailable", "error": "FallbacksError",
-           "invalid_answer": "FallbacksInvalidAnswer", "breaker_open": "FallbacksBreakerOpen"}
+           "invalid_answer": "FallbacksInvalidAnswer", "breaker_open": "FallbacksBreakerOpen",
+           "wait_heartbeats": "FallbacksWaitHeartbeats", "wait_time": "FallbacksWaitTime"}
 # the fallback counters a fault must raise before it is lifted: a killed engine's calls fail (connection reset,
 # then refused or unanswered while its address is gone), a paused engine's calls run into the deadline
 # a slowed engine's calls run into the deadline; an invalid answer is refused; a cut path resets and refuses
@@ -83,6 +88,7 @@ EXPECTED = {"kill": ("FallbacksUnavailable", "FallbacksTimeout", "FallbacksBreak
             "pause": ("FallbacksTimeout",),
             "slow": ("FallbacksTimeout",),
             "invalid": ("FallbacksInvalidAnswer",),
+            "waits": ("FallbacksWaitHeartbeats", "FallbacksWaitTime"),
             "netcut": ("FallbacksUnavailable", "FallbacksTimeout", "FallbacksBreakerOpen")}
 SLOW_MS = 200
 COUNTERS = ("Fallbacks", "EngineDecisions", "EngineContainers", "NativeContainers", "NativeHeartbeats",
@@ -322,7 +328,7 @@ def _proxy(cluster, command: str) -> dict:
 
 
 def inject(cluster, case: str, slow_ms: float = SLOW_MS) -> None:
-    from cluster import INVALID_ENGINE_PORT
+    from cluster import INVALID_ENGINE_PORT, WAITING_ENGINE_PORT
 
     if case == "kill":
         cluster.get("engine").kill()
@@ -332,6 +338,8 @@ def inject(cluster, case: str, slow_ms: float = SLOW_MS) -> None:
         _proxy(cluster, f"delay {slow_ms:g}")
     elif case == "invalid":
         _proxy(cluster, f"upstream 127.0.0.1:{INVALID_ENGINE_PORT}")  # the invalid engine, in the proxy's container
+    elif case == "waits":
+        _proxy(cluster, f"upstream 127.0.0.1:{WAITING_ENGINE_PORT}")  # an engine that only waits, same container
     elif case == "netcut":
         _proxy(cluster, "cut")
 
@@ -345,7 +353,7 @@ def recover(cluster, case: str, timeout_s: float) -> None:
         cluster.get("engine").unpause()
     elif case == "slow":
         _proxy(cluster, "delay 0")
-    elif case == "invalid":
+    elif case in ("invalid", "waits"):
         _proxy(cluster, f"upstream engine:{ENGINE_GRPC_PORT}")
     elif case == "netcut":
         _proxy(cluster, "restore")

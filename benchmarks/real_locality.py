@@ -39,7 +39,8 @@ replication 2 on 4 nodes: half), and an `<N>mb` size gives blocks large enough f
 and caps its remote reads at the same rate; --clqlmrs-model models/clqlmrs-docker-rep1.safetensors is the table
 trained on that shape.
 
-    python docker/cluster.py up --nm-vcores 8 --worker-egress-mbit 5     # 8 vcores: as many maps as YARN places
+    python docker/cluster.py up --worker-egress-mbit 5     # default NodeManagers (4,096 MB / 4 vcores): since
+                                                           # issue 23 the engine counts what YARN's calculator counts
     .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \\
         --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 3 \\
         --seed 3 --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
@@ -69,6 +70,7 @@ CLASSPATH_FILE = TARGET / "lab-classpath.txt"
 TEST_CLASSES = TARGET / "test-classes"
 RESULTS = ROOT / "benchmarks" / "results" / "real_locality"
 DEFAULT_CLQLMRS_MODEL = ROOT / "models" / "clqlmrs-mini.safetensors"
+DEFAULT_CALIBRATION = ROOT / "models" / "calibration-docker-egress5.json"  # `emulator calibrate` on the shaped runs
 
 # HiBench's MapReduce micro profiles (bytes; TeraSort: rows of 100 bytes)
 HIBENCH = {"wordcount": {"tiny": 32_000, "small": 320_000_000},
@@ -656,6 +658,43 @@ def run_policy(lab, data: dict, workload: str, jobs: int, interarrival_s: float,
     return results
 
 
+class NodePeaks:
+    """Peak containers, memory and vcores in use per node while a policy runs (the RM's /ws/v1/cluster/nodes, every
+    0.5 s): whether the engine packs a node as far as YARN's calculator allows (issue 23: DefaultResourceCalculator
+    counts memory only, so a 4,096 MB / 4-vcore NodeManager takes 8 containers of 512 MB)."""
+
+    def __init__(self, rm_url: str | None, interval_s: float = 0.5):
+        import threading
+
+        self.rm_url, self.interval_s = rm_url, interval_s
+        self.peaks: dict[str, dict[str, int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True) if rm_url else None
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            try:
+                nodes = _http_get_json(f"{self.rm_url}/ws/v1/cluster/nodes", timeout=5)["nodes"]["node"]
+            except Exception:  # noqa: BLE001  (a missed sample only; the RM may be busy)
+                nodes = []
+            for n in nodes:
+                p = self.peaks.setdefault(n.get("nodeHostName", "?"), {"containers": 0, "memory_mb": 0, "vcores": 0})
+                p["containers"] = max(p["containers"], int(n.get("numContainers", 0)))
+                p["memory_mb"] = max(p["memory_mb"], int(n.get("usedMemoryMB", 0)))
+                p["vcores"] = max(p["vcores"], int(n.get("usedVirtualCores", 0)))
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> NodePeaks:
+        if self._thread:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+
+
 def summarize_run(results: list[dict]) -> dict:
     maps = sum(r.get("TOTAL_LAUNCHED_MAPS", 0) for r in results)
     probed = sum(r.get(f"READ_{s}", 0) for r in results for s in STATES)
@@ -861,6 +900,28 @@ def partial_report(path: Path, episodes: int = 5) -> str:
 # ---------------------------------------------------------------------------------------------- main
 
 
+def calibrated_report(results: Path, calibration: Path, episodes: int = 5) -> str:
+    """The calibrated emulator's job time and makespan beside a results file's measured ones (emulator/calibration.py;
+    its measured block layout and real per-map size), or one line saying why not."""
+    from emulator.calibration import (CalibrationError, format_rows, load_calibration, load_points, ranking_preserved,
+                                      residual_table)
+
+    try:
+        doc = load_calibration(calibration, warn=log)
+        points, shape, _ = load_points([results])
+    except CalibrationError as e:
+        return f"calibrated emulator: not shown ({e})"
+    if shape != doc["shape"]:
+        diff = ", ".join(f"{k} {shape.get(k)} vs {doc['shape'].get(k)}" for k in shape
+                         if shape.get(k) != doc["shape"].get(k))
+        return f"calibrated emulator: not shown ({calibration.name} is for another cluster shape: {diff})"
+    rows = residual_table(points, doc["time_model"], episodes)
+    lines = [f"calibrated emulator ({calibration.name}) beside the measured numbers:", format_rows(rows)]
+    for exp, r in ranking_preserved(rows).items():
+        lines.append(f"ranking {exp}: cluster {' < '.join(r['cluster'])}, emulator {' < '.join(r['emulator'])}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -909,9 +970,18 @@ def main(argv=None) -> int:
     p.add_argument("--report", type=Path, metavar="JSON",
                    help="print the Markdown table of a run cut short (its partial JSON) with the emulator's prediction, "
                         "and exit")
+    p.add_argument("--calibration", type=Path, default=DEFAULT_CALIBRATION,
+                   help="calibration file of `emulator calibrate`: print the calibrated emulator's job time and "
+                        "makespan beside the measured ones when the cluster shape matches; 'none' to skip "
+                        "(default %(default)s)")
+    p.add_argument("--calibrated-report", type=Path, metavar="JSON",
+                   help="print the calibrated emulator's prediction beside a results file's measurements, and exit")
     args = p.parse_args(argv)
     if args.report:
         log(partial_report(args.report, args.emulator_episodes))
+        return 0
+    if args.calibrated_report:
+        log(calibrated_report(args.calibrated_report, args.calibration, args.emulator_episodes))
         return 0
 
     policies = [x for x in args.policies.split(",") if x]
@@ -1014,11 +1084,15 @@ def main(argv=None) -> int:
                         # (~1 s) would answer the first heartbeats UNAVAILABLE (native placement) without a pause
                         time.sleep(args.engine_settle_s)
                         try:
-                            rs = run_policy(lab, data, workload, args.jobs, args.interarrival_s, f"{name}-{run}")
+                            with NodePeaks(cluster.cluster.rm_url if args.cluster == "docker" else None) as peaks:
+                                rs = run_policy(lab, data, workload, args.jobs, args.interarrival_s,
+                                                f"{name}-{run}")
                             text = engine.metrics()
                         finally:
                             engine.stop()
                         summary = summarize_run(rs)
+                        if peaks.peaks:
+                            summary["node_peaks"] = dict(sorted(peaks.peaks.items()))
                         after = json.loads(lab.pluginMetrics())
                         # the plugin's counters over this policy's run: how much of it the engine really placed
                         summary["plugin"] = {k: after[k] - before.get(k, 0) for k in after
@@ -1079,6 +1153,9 @@ def main(argv=None) -> int:
                         "engine_labels": {s: per_policy[name]["labels"].get(s, 0)
                                           for s in ("cl", "dl", "crl", "drl", "no")},
                         "plugin": {k: sum(r["plugin"].get(k, 0) for r in runs) for k in runs[0]["plugin"]},
+                        # the most containers / MB / vcores in use on any node in any run (docker: RM REST)
+                        "node_peak": {d: max((p[d] for r in runs for p in r.get("node_peaks", {}).values()),
+                                             default=0) for d in ("containers", "memory_mb", "vcores")},
                         "decision_latency_ms": {"p50": quantile(lat, 0.5) * 1000, "p99": quantile(lat, 0.99) * 1000,
                                                 "count": lat[-1][1] if lat else 0},
                         "emulator": emulator_prediction(name, workload, params, args.emulator_episodes,
@@ -1102,6 +1179,8 @@ def main(argv=None) -> int:
     (args.out / f"real_locality-{stamp}.json").write_text(json.dumps(results, indent=1))
     png = args.out / f"real_locality-{stamp}.png"
     plot(results, png)
+    if str(args.calibration) != "none":
+        log("\n" + calibrated_report(args.out / f"real_locality-{stamp}.json", args.calibration, args.emulator_episodes))
     log(f"\nplugin: {results['plugin']}")
     log(f"wrote {args.out / f'real_locality-{stamp}.json'} and {png} ({results['seconds'] / 60:.1f} min)")
     # the issue's JSON: per policy over every experiment run (the first experiment when there is one)

@@ -11,6 +11,11 @@ wrong. The answers rotate through four faults the plugin's re-validation (Snapsh
     wrong_request   the answer names another request id
     zero_count      an assignment of 0 containers
 
+With `--kinds wait` it is instead an engine that only waits: every answer valid and empty (a bad model, a policy
+with an unbounded delay). The plugin must not let that starve an ask: past its wait cap (yarn_plugin WaitCap) the
+ask is scheduled natively, counted in FallbacksWaitHeartbeats / FallbacksWaitTime (issue 23). The container
+cluster runs one on port 50062 beside the invalid one; benchmarks/cluster_faults.py's `waits` case points there.
+
 The engine's own safety layer (clip_schedule) would repair such answers, which is why this is a separate server
 rather than a policy. In the container cluster it runs inside the fault proxy's container (docker/cluster.py) and
 benchmarks/cluster_faults.py's `invalid` case points the proxy at it.
@@ -27,6 +32,7 @@ import threading
 from concurrent import futures
 
 KINDS = ("over_allocate", "unknown_ask", "wrong_request", "zero_count")
+WAIT = "wait"  # not invalid: an empty answer, every time (`--kinds wait`)
 
 
 def invalid_answer(req, kind: str):
@@ -48,8 +54,10 @@ def invalid_answer(req, kind: str):
     elif kind == "zero_count":
         for ask in asks[:1]:
             resp.assignments.add(ask_id=ask.ask_id, count=0)
+    elif kind == WAIT:
+        resp.decision_id, resp.policy = "wait", "only-waits"
     else:
-        raise ValueError(f"unknown kind {kind!r}; known: {', '.join(KINDS)}")
+        raise ValueError(f"unknown kind {kind!r}; known: {', '.join(KINDS + (WAIT,))}")
     return resp
 
 
@@ -123,9 +131,15 @@ def main(argv: list[str] | None = None) -> int:
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
     ap.add_argument("--port", type=int, default=50061, help="port (default %(default)s)")
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help=f"comma-separated answers to rotate through, of {', '.join(KINDS + (WAIT,))} "
+                         "(default: the four invalid ones)")
     args = ap.parse_args(argv)
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    if not kinds or any(k not in KINDS + (WAIT,) for k in kinds):
+        ap.error(f"--kinds: choose from {', '.join(KINDS + (WAIT,))}")
     try:
-        server, bound = build_server(args.host, args.port)
+        server, bound = build_server(args.host, args.port, kinds)
     except (OSError, RuntimeError) as e:
         print(f"invalid-engine: error: {e}", file=sys.stderr)
         return 1

@@ -18,6 +18,7 @@ from policy_engine.types import (
     Ask,
     Assignment,
     BlockInfo,
+    Calculator,
     ClusterDemand,
     ClusterState,
     ClusterSummary,
@@ -178,13 +179,35 @@ def _ask(a: pb.ResourceAsk, i: int, seen: set[str]) -> Ask:
                locality_names=a.locality_names)
 
 
+def _calculator(value: int) -> Calculator:
+    """The request's ResourceCalculatorKind; an unknown value (a newer plugin) reads as unspecified: memory and
+    vcores, the engine's rule before the field existed."""
+    try:
+        return Calculator(value)
+    except ValueError:
+        return Calculator.UNSPECIFIED
+
+
 def _cluster(c: pb.ClusterSummary) -> ClusterSummary:
+    calculator = _calculator(c.resource_calculator)
+    total = _resource(c.total, "cluster.total")
+    unallocated = _unallocated(c.unallocated)
+    total.compared = unallocated.compared = int(calculator)
     return ClusterSummary(
         num_nodes=max(c.num_nodes, 0),
         num_racks=max(c.num_racks, 0),
-        total=_resource(c.total, "cluster.total"),
-        unallocated=_unallocated(c.unallocated),
+        total=total,
+        unallocated=unallocated,
+        calculator=calculator,
     )
+
+
+def _apply_calculator(node: Node, cluster: ClusterSummary) -> Node:
+    """Fits into this node follow the RM's calculator (Resource.max_copies_in reads `compared`); the node's
+    resources are decoded afresh for every request, so setting them here touches nothing shared."""
+    if cluster.calculator:
+        node.unallocated.compared = node.total.compared = int(cluster.calculator)
+    return node
 
 
 def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
@@ -199,7 +222,14 @@ def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
         ask = _ask(a, i, seen)
         seen.add(ask.ask_id)
         asks.append(ask)
-    return ScheduleObservation(node=node, asks=asks, cluster=_cluster(req.cluster), request_id=req.request_id)
+    cluster = _cluster(req.cluster)
+    return ScheduleObservation(node=_apply_calculator(node, cluster), asks=asks, cluster=cluster,
+                               request_id=req.request_id, shadow=req.shadow)
+
+
+def request_is_shadow(data: bytes) -> bool:
+    """ScheduleRequest.shadow of a serialized request (a decision log's `observation`)."""
+    return parse_schedule_request(data).shadow
 
 
 def parse_schedule_request(data: bytes) -> pb.ScheduleRequest:
@@ -271,7 +301,8 @@ class ScheduleDecoder:
                 asks, cluster = cached
                 self.tail_hits += 1
                 self.hits += len(asks)
-                return ScheduleObservation(node=node, asks=list(asks), cluster=cluster, request_id=rid)
+                return ScheduleObservation(node=_apply_calculator(node, cluster), asks=list(asks), cluster=cluster,
+                                           request_id=rid)
         parts = _split_schedule_request(data)
         if parts is None:
             return decode_schedule(parse_schedule_request(data))
@@ -317,7 +348,8 @@ class ScheduleDecoder:
                 self._tail_bytes = 0
             self._tails[tail] = (tuple(asks), cluster)
             self._tail_bytes += len(tail)
-        return ScheduleObservation(node=node, asks=asks, cluster=cluster, request_id=request_id)
+        return ScheduleObservation(node=_apply_calculator(node, cluster), asks=asks, cluster=cluster,
+                                   request_id=request_id)
 
 
 def split_head(data: bytes):
@@ -427,7 +459,7 @@ def _raise_ask_error(a: pb.ResourceAsk, i: int, seen: set[str]) -> None:
 
 
 def encode_schedule(obs: ScheduleObservation) -> pb.ScheduleRequest:
-    req = pb.ScheduleRequest(request_id=obs.request_id)
+    req = pb.ScheduleRequest(request_id=obs.request_id, shadow=obs.shadow)
     n, node = req.node, obs.node
     n.node_id, n.host, n.rack, n.timestamp_ms = node.node_id, node.host, node.rack, node.timestamp_ms
     _resource_pb(node.total, n.total)
@@ -465,6 +497,8 @@ def encode_schedule(obs: ScheduleObservation) -> pb.ScheduleRequest:
     req.cluster.num_nodes, req.cluster.num_racks = cs.num_nodes, cs.num_racks
     _resource_pb(cs.total, req.cluster.total)
     _resource_pb(cs.unallocated, req.cluster.unallocated)
+    if cs.calculator:
+        req.cluster.resource_calculator = int(cs.calculator)
     return req
 
 

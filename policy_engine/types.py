@@ -34,21 +34,50 @@ class Locality(IntEnum):
     OFF_SWITCH = 4
 
 
+class Calculator(IntEnum):
+    """Which dimensions YARN's ResourceCalculator compares (values match yarnrl.v1.ResourceCalculatorKind)."""
+
+    UNSPECIFIED = 0  # an older plugin: memory and vcores (and extra types), as before the field existed
+    MEMORY = 1  # DefaultResourceCalculator: memory only (FifoScheduler; CapacityScheduler's default)
+    DOMINANT = 2  # DominantResourceCalculator: memory, vcores and every configured resource type
+
+
+_MEMORY_ONLY = int(Calculator.MEMORY)
+
+
 @dataclass(slots=True)
 class Resource:
+    """An amount of memory, vcores and extra resource types.
+
+    `compared` matters on the resource something is fitted *into* (a node's or the cluster's free resource): the
+    dimensions the scheduler's ResourceCalculator compares there (Calculator; the codec sets it from the request's
+    ClusterSummary.resource_calculator, `minus` keeps it). It is not part of equality.
+
+    `max_copies_in` is the engine's one rule for "how many containers of this size fit there" (`fits_in` is
+    `max_copies_in(...) >= times`): every policy, the placement loop (locality.place) and the engine's clip go
+    through it, so none re-implements the calculator.
+    """
+
     memory_mb: int = 0
     vcores: int = 0
     extra: dict[str, int] = field(default_factory=dict)
+    compared: int = field(default=0, compare=False)
 
     def fits_in(self, other: Resource, times: int = 1) -> bool:
-        if self.memory_mb * times > other.memory_mb or self.vcores * times > other.vcores:
-            return False
-        return not self.extra or all(v * times <= other.extra.get(k, 0) for k, v in self.extra.items())
+        return self.max_copies_in(other) >= times
 
     def max_copies_in(self, other: Resource) -> int:
-        """How many containers of this size fit into `other` (a large number when this is zero-sized)."""
+        """How many containers of this size fit into `other` by the dimensions `other.compared` names (a large
+        number when this is zero-sized in all of them). YARN's DefaultResourceCalculator compares memory only, so
+        with it a node of 4 vcores takes 8 containers of 512 MB and 1 vcore, as YARN places them."""
+        m = self.memory_mb
+        if other.compared == _MEMORY_ONLY:
+            if m > 0:
+                n = other.memory_mb // m
+                return n if n > 0 else 0
+            return 1 << 30
         if not self.extra:  # the usual case (memory and vcores only), without building a list
-            m, v = self.memory_mb, self.vcores
+            v = self.vcores
             if m > 0:
                 n = other.memory_mb // m
                 if v > 0:
@@ -61,8 +90,8 @@ class Resource:
                 return 1 << 30
             return n if n > 0 else 0
         limits = []
-        if self.memory_mb > 0:
-            limits.append(other.memory_mb // self.memory_mb)
+        if m > 0:
+            limits.append(other.memory_mb // m)
         if self.vcores > 0:
             limits.append(other.vcores // self.vcores)
         for k, v in self.extra.items():
@@ -72,11 +101,13 @@ class Resource:
 
     def minus(self, other: Resource, times: int = 1) -> Resource:
         if not self.extra and not other.extra:
-            return Resource(self.memory_mb - other.memory_mb * times, self.vcores - other.vcores * times, {})
+            return Resource(self.memory_mb - other.memory_mb * times, self.vcores - other.vcores * times, {},
+                            self.compared)
         extra = dict(self.extra)
         for k, v in other.extra.items():
             extra[k] = extra.get(k, 0) - v * times
-        return Resource(self.memory_mb - other.memory_mb * times, self.vcores - other.vcores * times, extra)
+        return Resource(self.memory_mb - other.memory_mb * times, self.vcores - other.vcores * times, extra,
+                        self.compared)
 
 
 @dataclass(slots=True)
@@ -191,6 +222,7 @@ class ClusterSummary:
     num_racks: int = 0
     total: Resource = field(default_factory=Resource)
     unallocated: Resource = field(default_factory=Resource)
+    calculator: Calculator = Calculator.UNSPECIFIED  # the RM's ResourceCalculator (see Resource.compared)
 
 
 @dataclass(slots=True)
@@ -199,6 +231,7 @@ class ScheduleObservation:
     asks: list[Ask]
     cluster: ClusterSummary = field(default_factory=ClusterSummary)
     request_id: str = ""
+    shadow: bool = False  # ScheduleRequest.shadow: the answer is recorded, never applied (policy_engine/shadow.py)
 
 
 @dataclass(slots=True)

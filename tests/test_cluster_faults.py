@@ -39,7 +39,8 @@ def test_pause_case_figures_from_samples():
     r = cf.summarize(samples, 100.0, 110.0, before, at_recovery, after)
     assert (r["fault_s"], r["fallback_s"], r["unhealthy_s"]) == (10.0, 3.0, 1.5)
     assert (r["serving_s"], r["breaker_closed_s"], r["engine_s"], r["last_native_s"]) == (1.0, 2.5, 2.5, 1.0)
-    assert r["fallbacks"] == {"timeout": 3, "unavailable": 0, "error": 0, "invalid_answer": 0, "breaker_open": 3}
+    assert r["fallbacks"] == {"timeout": 3, "unavailable": 0, "error": 0, "invalid_answer": 0, "breaker_open": 3,
+                              "wait_heartbeats": 0, "wait_time": 0}
     assert (r["fallbacks_during_fault"], r["fallbacks_after_engine_back"]) == (4, 1)
     assert (r["native_containers"], r["engine_containers"], r["engine_decisions"]) == (4, 4, 10)
     assert r["over_allocated"] == [] and r["node_samples"] == 7
@@ -117,7 +118,7 @@ def test_job_commands_are_tagged_with_their_input():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--cases", "kill,crash"], "--cases: choose from none, kill, pause, slow, invalid, netcut"),
+    (["--cases", "kill,crash"], "--cases: choose from none, kill, pause, slow, invalid, waits, netcut"),
     (["--slow-ms", "0"], "--slow-ms must be in (0, 600000]"),
     (["--repeats", "0"], "--repeats must be >= 1"),
     (["--poll-s", "0"], "--poll-s > 0"),
@@ -162,7 +163,9 @@ def test_proxy_cases_need_a_cluster_with_the_fault_proxy():
 def test_every_fault_case_says_which_fallbacks_it_must_cause():
     assert set(cf.EXPECTED) == set(cf.CASES) - {"none"}
     assert cf.EXPECTED["invalid"] == ("FallbacksInvalidAnswer",) and cf.EXPECTED["slow"] == ("FallbacksTimeout",)
-    assert set(cf.UNHEALTHY) | {"slow", "invalid"} == set(cf.EXPECTED)  # a health check answers through these two
+    assert cf.EXPECTED["waits"] == ("FallbacksWaitHeartbeats", "FallbacksWaitTime")  # issue 23: the wait cap
+    # a health check answers through these three
+    assert set(cf.UNHEALTHY) | {"slow", "invalid", "waits"} == set(cf.EXPECTED)
     assert all(k in cf.REASONS.values() for v in cf.EXPECTED.values() for k in v)
 
 

@@ -208,6 +208,19 @@ def test_every_kind_of_invalid_answer_breaks_a_rule_the_plugin_checks():
         ie.invalid_answer(REQUEST, "polite")
 
 
+def test_the_waiting_engine_answers_validly_and_never_places_anything():
+    resp = ie.invalid_answer(REQUEST, ie.WAIT)
+    assert broken_rule(REQUEST, resp) is None and list(resp.assignments) == []
+    server, port = ie.build_server("127.0.0.1", 0, (ie.WAIT,))
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            answers = [pb_grpc.PolicyEngineStub(ch).Schedule(REQUEST, timeout=WAIT_S) for _ in range(3)]
+        assert all(a.request_id == "r7" and not a.assignments for a in answers)
+        assert server.servicer.answered == {ie.WAIT: 3}
+    finally:
+        server.stop(0)
+
+
 def test_invalid_engine_through_the_proxy_passes_handshake_and_health_but_never_answers_validly():
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 

@@ -57,6 +57,29 @@ def test_cluster_boots_with_four_hosts_in_two_racks(cluster):
     assert cluster.metrics_url.startswith("http://127.0.0.1:")
 
 
+def test_rm_scheduler_page_and_rest_endpoint_answer_with_the_engine_state(cluster):
+    # issue 23: RlScheduler's Scheduler page was HTTP 500 and /ws/v1/cluster/scheduler 404 ("Unknown scheduler
+    # configured"); the container cluster sets yarn.http.rmwebapp.scheduler.page.class and
+    # yarn.webapp.custom.webservice.class as the deploy snippet does
+    def get(path: str) -> tuple[int, str]:
+        with urllib.request.urlopen(f"{cluster.rm_url}{path}", timeout=30) as r:  # noqa: S310 (loopback)
+            return r.status, r.read().decode()
+
+    status, page = get("/cluster/scheduler")
+    assert status == 200 and "yarn-rl engine" in page and "breakerState" in page, page[:2000]
+    assert "Queue &#39;default&#39;" in page or "Queue 'default'" in page, page[:2000]
+    status, rest = get("/ws/v1/cluster/scheduler")
+    assert status == 200 and "fifoScheduler" in rest and '"numNodes":4' in rest, rest
+    status, state = get("/ws/v1/cluster/scheduler/yarnrl")
+    assert status == 200, state
+    import json
+
+    engine = json.loads(state)["yarnrl"]
+    assert engine["scheduler"] == "RlScheduler" and engine["resourceCalculator"] == "DefaultResourceCalculator"
+    assert engine["engineAddress"] == "faultproxy:50051" and engine["breakerState"] in ("CLOSED", "HALF_OPEN", "OPEN")
+    assert set(engine["fallbacks"]) >= {"timeout", "invalidAnswer", "waitHeartbeats", "waitTime"}
+
+
 def test_hibench_wordcount_tiny_runs_through_the_engine(cluster, tmp_path):
     out = tmp_path / "report"
     rc = hibench.main(["--cluster", "docker", "--name", cluster.spec.name, "--workloads", "wordcount",
@@ -151,6 +174,15 @@ def test_engine_answering_invalid_schedules_is_refused_then_recovers(cluster):
     # every answer of docker/invalid_engine.py breaks a rule: the plugin refused them (counted per reason), and
     # since no node was over-allocated, none was applied
     assert r["fallbacks"]["invalid_answer"] > 0, r
+
+
+def test_engine_that_only_waits_cannot_starve_a_job(cluster):
+    r = _fault_case(cluster, "waits", unhealthy=False)
+    # every answer of docker/invalid_engine.py --kinds wait is valid and empty: the plugin schedules each ask natively
+    # once it has waited its cap (issue 23), counted by reason; nothing is refused as invalid
+    assert r["fallbacks"]["wait_heartbeats"] + r["fallbacks"]["wait_time"] > 0, r
+    assert r["fallbacks"]["invalid_answer"] == 0
+    assert r["fallbacks"]["timeout"] + r["fallbacks"]["unavailable"] == 0, r
 
 
 def test_network_path_cut_falls_back_then_recovers(cluster):

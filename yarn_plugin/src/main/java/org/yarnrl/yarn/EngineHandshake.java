@@ -103,6 +103,7 @@ final class EngineHandshake implements AutoCloseable {
     }
     if (PROTOCOL_VERSION.equals(version)) {
       if (state != State.OK) {
+        metrics.enginePolicy = info.getPolicy(); // shown on the RM's scheduler views (issue 23)
         LOG.info("yarn-rl engine {} speaks {} (policy {}, engine {}): using it", client.address(), version,
             info.getPolicy(), info.getEngineVersion());
       }

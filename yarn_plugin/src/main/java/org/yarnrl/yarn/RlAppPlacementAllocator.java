@@ -19,8 +19,10 @@ import org.apache.hadoop.yarn.server.scheduler.SchedulerRequestKey;
  * other queues, on nodes without a plan, and under any other scheduler it is exactly LocalityAppPlacementAllocator.
  *
  * <ul>
- *   <li>{@link #precheckNode}: while a node's ask is with the engine nothing goes there; afterwards an engine
- *       queue's ask goes there only as often as the engine said.</li>
+ *   <li>{@link #precheckNode}: while a node's ask is with the engine no engine queue's ask goes there (other
+ *       queues' asks do, as CapacityScheduler alone places them: queue isolation); afterwards an engine queue's ask
+ *       goes there only as often as the engine said, and only at the container size the engine was told about
+ *       (an ask resized meanwhile loses the plan's containers, counted in AnswerContainersDiscarded).</li>
  *   <li>{@link #getUniqueLocationAsks}: an ask the engine placed now is not delayed again by CapacityScheduler's
  *       off-switch delay (the engine decided "now"; its own policies count missed opportunities).</li>
  *   <li>{@link #allocate}: counts the container against the plan; an off-switch commit of an engine-placed
@@ -63,10 +65,21 @@ public class RlAppPlacementAllocator<N extends SchedulerNode> extends LocalityAp
     if (plan == null) {
       return true;
     }
-    if (plan == NodePlan.HOLD) {
+    if (!engineDecides()) {
+      // queue isolation: only the engine queues wait for the engine's plan. While a node is held for the engine,
+      // another queue allocates there within its guaranteed capacity (beyond it, CapacityScheduler would have served
+      // the engine queue first, so that part waits for the answer)
+      return plan != NodePlan.HOLD || scheduler.withinGuarantee(appSchedulingInfo.getApplicationAttemptId());
+    }
+    if (plan == NodePlan.HOLD || !plan.allows(askId)) {
       return false;
     }
-    return !engineDecides() || plan.allows(askId);
+    int discarded = plan.discardIfResized(askId, getPendingAsk(ResourceRequest.ANY).getPerAllocationResource());
+    if (discarded > 0) {
+      scheduler.getRlMetrics().answerContainersDiscarded.add(discarded);
+      return false;
+    }
+    return true;
   }
 
   @Override

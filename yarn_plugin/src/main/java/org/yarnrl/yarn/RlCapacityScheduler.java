@@ -88,6 +88,9 @@ public class RlCapacityScheduler extends CapacityScheduler {
   private volatile NodePlan activePlan;
   private volatile boolean anyEngineQueue;
   private EnginePath engine;
+  private WaitCap waitCap;
+  /** Per queue path: its wait cap (its own setting, else its nearest parent's, else the scheduler's). */
+  private final Map<String, WaitCap.Limit> queueWaitLimits = new ConcurrentHashMap<>();
   private ObjectName mbeanName;
 
   public RlCapacityScheduler() {
@@ -111,7 +114,10 @@ public class RlCapacityScheduler extends CapacityScheduler {
       usePlacementAllocator(context.getYarnConfiguration());
     }
     super.serviceInit(conf);
+    // checked with or without an engine: a bad value stops the RM either way
+    waitCap = WaitCap.fromConf(conf, getConfiguration(), rlMetrics);
     refreshEngineQueues();
+    rlMetrics.resourceCalculator = getResourceCalculator().getClass().getSimpleName();
     if (getConfiguration().getScheduleAynschronously()) {
       LOG.warn("RlCapacityScheduler: {}=true, so CapacityScheduler allocates from its own threads outside node "
           + "updates; the engine is not used (leave the setting unset, or false, to use it)",
@@ -169,10 +175,20 @@ public class RlCapacityScheduler extends CapacityScheduler {
 
   private void refreshEngineQueues() {
     engineQueues.clear();
+    queueWaitLimits.clear();
     boolean any = false;
     for (Map.Entry<String, String> e : getConfiguration().getPropsWithPrefix(CS_PREFIX).entrySet()) {
-      if (e.getKey().endsWith("." + QUEUE_ENGINE_ENABLED) && Boolean.parseBoolean(e.getValue().trim())) {
-        any = true;
+      String key = e.getKey();
+      String value = e.getValue() == null ? "" : e.getValue().trim();
+      if (key.endsWith("." + QUEUE_ENGINE_ENABLED)) {
+        if (!value.equalsIgnoreCase("true") && !value.equalsIgnoreCase("false")) {
+          throw new YarnRuntimeException(CS_PREFIX + key + "=" + value + " is not valid: it must be true or false");
+        }
+        any |= Boolean.parseBoolean(value);
+      } else if (key.endsWith("." + WaitCap.QUEUE_MAX_HEARTBEATS)) {
+        WaitCap.heartbeats(CS_PREFIX + key, value); // throws naming the key and the range
+      } else if (key.endsWith("." + WaitCap.QUEUE_MAX_MS)) {
+        WaitCap.millis(CS_PREFIX + key, value, WaitCap.DEFAULT_MAX_MS);
       }
     }
     anyEngineQueue = any;
@@ -196,6 +212,53 @@ public class RlCapacityScheduler extends CapacityScheduler {
       }
       return false;
     });
+  }
+
+  /** A queue's wait cap: its own settings, else its nearest parent's, else the scheduler's (yarn-site.xml). */
+  WaitCap.Limit waitLimit(String queuePath) {
+    if (queuePath == null) {
+      return waitCap.schedulerLimit();
+    }
+    return queueWaitLimits.computeIfAbsent(queuePath, path -> {
+      int heartbeats = waitCap.schedulerLimit().heartbeats;
+      long ms = waitCap.schedulerLimit().ms;
+      boolean hbSet = false;
+      boolean msSet = false;
+      for (String p = path; !p.isEmpty() && !(hbSet && msSet);
+           p = p.contains(".") ? p.substring(0, p.lastIndexOf('.')) : "") {
+        String hb = getConfiguration().getTrimmed(CS_PREFIX + p + "." + WaitCap.QUEUE_MAX_HEARTBEATS);
+        if (!hbSet && hb != null && !hb.isEmpty()) {
+          heartbeats = WaitCap.heartbeats(CS_PREFIX + p + "." + WaitCap.QUEUE_MAX_HEARTBEATS, hb);
+          hbSet = true;
+        }
+        String v = getConfiguration().getTrimmed(CS_PREFIX + p + "." + WaitCap.QUEUE_MAX_MS);
+        if (!msSet && v != null && !v.isEmpty()) {
+          ms = WaitCap.millis(CS_PREFIX + p + "." + WaitCap.QUEUE_MAX_MS, v, ms);
+          msSet = true;
+        }
+      }
+      return new WaitCap.Limit(heartbeats, ms);
+    });
+  }
+
+  /** The plugin's wait caps (tests, web view). */
+  WaitCap waitCap() {
+    return waitCap;
+  }
+
+  /** The engine path, or null (web view). */
+  EnginePath enginePath() {
+    return engine;
+  }
+
+  /** Whether the attempt's queue uses less than its guaranteed capacity (default partition). */
+  boolean withinGuarantee(ApplicationAttemptId attempt) {
+    FiCaSchedulerApp app = getApplicationAttempt(attempt);
+    Queue queue = app == null ? null : app.getQueue();
+    if (!(queue instanceof CSQueue)) {
+      return true;
+    }
+    return ((CSQueue) queue).getQueueCapacities().getUsedCapacity("") < 1.0f;
   }
 
   private boolean isEngineQueue(Queue queue) {
@@ -242,7 +305,10 @@ public class RlCapacityScheduler extends CapacityScheduler {
     }
     rlMetrics.nodeUpdates.increment();
     long start = System.nanoTime();
-    if (!engine.mayAsk()) {
+    if (waitCap.overdue(before, this::waitLimit, getNumClusterNodes(), getResourceCalculator(),
+        System.currentTimeMillis()) != null || !engine.mayAsk()) {
+      // an engine queue's ask that can use this node waited past its cap, or the engine may not be asked: plain
+      // CapacityScheduler on this heartbeat (counted by reason)
       super.nodeUpdate(nm);
       rlMetrics.nativeHeartbeats.increment();
       rlMetrics.nativeNanos.add(System.nanoTime() - start);
@@ -251,19 +317,21 @@ public class RlCapacityScheduler extends CapacityScheduler {
     // CapacityScheduler's bookkeeping (finished containers released) with the node held, then its snapshot
     pass(nm, NodePlan.HOLD);
     FiCaSchedulerNode node = getNode(id);
-    if (node == null || !Resources.fitsIn(getMinimumResourceCapability(), node.getUnallocatedResource())) {
-      return; // gone, or no room for any container: nothing to decide
+    if (node == null
+        || !ResourceFit.fits(getResourceCalculator(), getMinimumResourceCapability(), 1, node.getUnallocatedResource())) {
+      return; // gone, or no room for any container by the RM's calculator: nothing to decide
     }
     Snapshots.Snapshot snapshot;
     readLock.lock();
     try {
       snapshot = engine.snapshots().build(engine.nextRequestId(), node, attempts, jobs,
-          Snapshots.cluster(this, racks), System.currentTimeMillis());
+          Snapshots.cluster(this, racks), getResourceCalculator(), System.currentTimeMillis());
     } finally {
       readLock.unlock();
     }
-    if (snapshot.asks.isEmpty()) {
-      pass(nm, NodePlan.NONE); // the asks went meanwhile: the other queues' turn
+    if (!snapshot.anyFits) {
+      // the asks went meanwhile, or none fits the node by the calculator or may go there: no engine call (the
+      // other queues had their turn in the held pass above)
       return;
     }
     engine.send(id, snapshot);
@@ -289,7 +357,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
     if (answer.failure != null) {
       engine.failed(answer.failure);
     } else if (node != null) {
-      problem = Snapshots.check(answer.response, answer.snapshot, node);
+      problem = Snapshots.check(answer.response, answer.snapshot);
       if (problem != null) {
         engine.invalid(nm.getNodeID(), problem);
       }
@@ -300,9 +368,12 @@ public class RlCapacityScheduler extends CapacityScheduler {
       rlMetrics.nativeNanos.add(System.nanoTime() - start);
       return;
     }
-    NodePlan plan = NodePlan.of(answer.response);
+    NodePlan plan = NodePlan.of(answer.response, answer.snapshot);
     pass(nm, plan);
+    // what the plan allowed for asks withdrawn meanwhile (resized ones are discarded in precheckNode)
+    rlMetrics.answerContainersDiscarded.add(plan.unusedWithdrawn(answer.snapshot));
     engine.applied();
+    waitCap.answered(answer.snapshot, answer.response, System.currentTimeMillis());
     rlMetrics.engineNanos.add(System.nanoTime() - start);
   }
 
@@ -342,6 +413,9 @@ public class RlCapacityScheduler extends CapacityScheduler {
           rlMetrics.engineContainers.increment();
         } else {
           rlMetrics.nativeContainers.increment();
+        }
+        if (waitCap != null && app != null && c.getSchedulerRequestKey() != null) {
+          waitCap.placed(Snapshots.askId(app, c.getSchedulerRequestKey()));
         }
         reportStarted(c.getRmContainer(), app, c.getSchedulerRequestKey(), p.getAllocationLocalityType(),
             byEngine ? plan.decisionId : "");
@@ -410,6 +484,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
         Snapshots.JobInfo job = jobs.remove(removed.getApplicationID());
         if (engine != null) {
           engine.snapshots().forget(removed.getApplicationID());
+          waitCap.forget(removed.getApplicationID());
           long runtime = job == null ? 0 : System.currentTimeMillis() - job.submitTimeMs;
           engine.report(Event.newBuilder().setTimestampMs(System.currentTimeMillis())
               .setJobFinished(JobFinished.newBuilder().setJobId(removed.getApplicationID().toString())

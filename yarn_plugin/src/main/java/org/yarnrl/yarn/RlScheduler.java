@@ -19,6 +19,7 @@ import org.apache.hadoop.yarn.server.resourcemanager.rmcontainer.RMContainerEven
 import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.NodeType;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.SchedulerApplication;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.PendingAsk;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerNode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.placement.AppPlacementAllocator;
 import org.apache.hadoop.yarn.server.scheduler.SchedulerRequestKey;
@@ -79,6 +80,7 @@ public class RlScheduler extends FifoSchedulerBase {
 
   private final RlSchedulerMetrics rlMetrics = new RlSchedulerMetrics();
   private EnginePath engine;
+  private WaitCap waitCap;
   private ObjectName mbeanName;
   private final Map<ApplicationId, Snapshots.JobInfo> jobs = new ConcurrentHashMap<>();
   private final Set<String> racks = ConcurrentHashMap.newKeySet();
@@ -94,6 +96,9 @@ public class RlScheduler extends FifoSchedulerBase {
   public void serviceInit(Configuration conf) throws Exception {
     super.serviceInit(conf);
     engine = EnginePath.fromConf(conf, rlMetrics, "RlScheduler, FIFO");
+    // checked with or without an engine: a bad value stops the RM either way
+    waitCap = WaitCap.fromConf(conf, conf, rlMetrics);
+    rlMetrics.resourceCalculator = getResourceCalculator().getClass().getSimpleName();
     if (engine != null) {
       engine.setRMContext(rmContext);
     }
@@ -103,6 +108,7 @@ public class RlScheduler extends FifoSchedulerBase {
   public void serviceStart() throws Exception {
     super.serviceStart();
     mbeanName = EnginePath.registerBean(rlMetrics);
+    RlSchedulerPage.register(this);
   }
 
   @Override
@@ -115,6 +121,16 @@ public class RlScheduler extends FifoSchedulerBase {
   /** The plugin's counters (also on JMX). */
   public RlSchedulerMetrics getRlMetrics() {
     return rlMetrics;
+  }
+
+  /** The plugin's wait caps (tests, web view). */
+  WaitCap waitCap() {
+    return waitCap;
+  }
+
+  /** The engine path, or null (web view). */
+  EnginePath enginePath() {
+    return engine;
   }
 
   private void report(Event.Builder event) {
@@ -143,6 +159,7 @@ public class RlScheduler extends FifoSchedulerBase {
     Snapshots.JobInfo job = jobs.remove(applicationId);
     if (engine != null) {
       engine.snapshots().forget(applicationId);
+      waitCap.forget(applicationId);
     }
     if (known) {
       long runtime = job == null ? 0 : System.currentTimeMillis() - job.submitTimeMs;
@@ -206,6 +223,9 @@ public class RlScheduler extends FifoSchedulerBase {
   protected void containerAssigned(Container container, RlAppAttempt application, SchedulerRequestKey schedulerKey,
       FiCaSchedulerNode node, NodeType type) {
     rlMetrics.nativeContainers.increment();
+    if (waitCap != null) {
+      waitCap.placed(Snapshots.askId(application, schedulerKey));
+    }
     reportStarted(container, application, schedulerKey, node, locality(type), "");
   }
 
@@ -234,6 +254,7 @@ public class RlScheduler extends FifoSchedulerBase {
         .setNumRacks(racks.size())
         .setTotal(Snapshots.resource(getClusterResource()))
         .setUnallocated(Snapshots.resource(Resources.subtract(getClusterResource(), getUsedResource())))
+        .setResourceCalculator(ResourceFit.kind(getResourceCalculator()))
         .build();
   }
 
@@ -264,13 +285,20 @@ public class RlScheduler extends FifoSchedulerBase {
     if (attempts.isEmpty()) {
       return Handled.IDLE; // nothing pending: nothing to decide, natively or not
     }
+    long now = System.currentTimeMillis();
+    if (waitCap.overdue(node, queue -> waitCap.schedulerLimit(), nodeTracker.nodeCount(), getResourceCalculator(),
+        now) != null) {
+      return Handled.NATIVE; // an ask that can use this node waited past its cap (counted by reason)
+    }
     if (!engine.mayAsk()) {
       return Handled.NATIVE; // before the snapshot: an open breaker costs no snapshot
     }
     Snapshots.Snapshot snapshot = engine.snapshots().build(engine.nextRequestId(), node, attempts, jobs,
-        clusterSummary(), System.currentTimeMillis());
-    if (snapshot.asks.isEmpty()) {
-      return Handled.IDLE; // the AMs withdrew their asks meanwhile
+        clusterSummary(), getResourceCalculator(), now);
+    if (!snapshot.anyFits) {
+      // the AMs withdrew their asks meanwhile, or none fits the node by the RM's calculator or may go there:
+      // native FIFO would place nothing either, so no engine call
+      return Handled.IDLE;
     }
     engine.send(node.getNodeID(), snapshot);
     return Handled.ASKED;
@@ -282,7 +310,7 @@ public class RlScheduler extends FifoSchedulerBase {
       engine.failed(answer.failure);
       return Handled.NATIVE;
     }
-    String problem = Snapshots.check(answer.response, answer.snapshot, node);
+    String problem = Snapshots.check(answer.response, answer.snapshot);
     if (problem == null) {
       problem = applyAssignments(node, answer.snapshot, answer.response);
     }
@@ -291,6 +319,7 @@ public class RlScheduler extends FifoSchedulerBase {
       return Handled.NATIVE;
     }
     engine.applied();
+    waitCap.answered(answer.snapshot, answer.response, System.currentTimeMillis());
     for (SchedulerApplication<RlAppAttempt> app : applications.values()) {
       if (app.getCurrentAppAttempt() != null) {
         updateAppHeadRoom(app.getCurrentAppAttempt());
@@ -304,6 +333,7 @@ public class RlScheduler extends FifoSchedulerBase {
    * Returns null, or why the rest of the answer could not be applied (what was placed before that stays placed).
    */
   private String applyAssignments(FiCaSchedulerNode node, Snapshots.Snapshot snapshot, ScheduleResponse response) {
+    placedNow.clear();
     for (Assignment a : response.getAssignmentsList()) {
       Snapshots.AskRef ref = snapshot.asks.get(a.getAskId());
       RlAppAttempt app = (RlAppAttempt) ref.app;
@@ -319,18 +349,28 @@ public class RlScheduler extends FifoSchedulerBase {
     return null;
   }
 
+  /**
+   * Place one assignment's containers, each re-checked against the ask as it is now (fresh answers): an ask the AM
+   * withdrew, resized or blacklisted this node for while the answer was on its way, or one that no longer fits, gets
+   * nothing more from this answer (counted in AnswerContainersDiscarded, not held against the engine). A container
+   * the engine places where the ask's locality, unchanged since the snapshot, forbids is an invalid answer.
+   */
   private String applyAssignment(FiCaSchedulerNode node, Assignment a, Snapshots.AskRef ref, RlAppAttempt app,
       ScheduleResponse response) {
     for (int i = 0; i < a.getCount(); i++) {
-      if (app.isStopped() || app.getPendingAsk(ref.key, ResourceRequest.ANY).getCount() <= 0) {
-        break; // the ask went while the answer was on its way (asked asynchronously): nothing left to place
+      PendingAsk now = app.isStopped() ? PendingAsk.ZERO : app.getPendingAsk(ref.key, ResourceRequest.ANY);
+      boolean changed = now.getCount() != ref.outstanding - placedSoFar(ref)
+          || !now.getPerAllocationResource().equals(ref.capability) || anyRelax(app, ref.key) != ref.anyRelax;
+      NodeType type = now.getCount() <= 0 ? null : localityOn(app, ref.key, node);
+      if (now.getCount() <= 0 || !now.getPerAllocationResource().equals(ref.capability)
+          || Snapshots.blacklisted(app, node)
+          || !ResourceFit.fits(getResourceCalculator(), ref.capability, 1, node.getUnallocatedResource())
+          || (type == null && changed)) {
+        rlMetrics.answerContainersDiscarded.add(a.getCount() - i); // stale: what is left of this assignment
+        return null;
       }
-      NodeType type = localityOn(app, ref.key, node);
       if (type == null) {
         return a.getAskId() + " may not be placed on " + node.getNodeName() + " (locality constraints)";
-      }
-      if (!Resources.fitsIn(ref.capability, node.getUnallocatedResource())) {
-        return a.getAskId() + " does not fit " + node.getNodeName();
       }
       Container container = BuilderUtils.newContainer(
           BuilderUtils.newContainerId(app.getApplicationAttemptId(), app.getNewContainerId()),
@@ -338,16 +378,32 @@ public class RlScheduler extends FifoSchedulerBase {
           ref.key.getPriority(), null, ref.key.getAllocationRequestId());
       RMContainer rmContainer = app.allocate(type, node, ref.key, container);
       if (rmContainer == null) {
-        return a.getAskId() + " has no outstanding containers left";
+        rlMetrics.answerContainersDiscarded.add(a.getCount() - i);
+        return null;
       }
       node.allocateContainer(rmContainer);
       increaseUsedResources(rmContainer);
       rlMetrics.engineContainers.increment();
+      placedNow.merge(ref, 1, Integer::sum);
+      waitCap.placed(a.getAskId());
       Locality locality = type == NodeType.NODE_LOCAL && a.getLocality() == Locality.LOCALITY_CACHE_LOCAL
           ? Locality.LOCALITY_CACHE_LOCAL : locality(type);
       reportStarted(container, app, ref.key, node, locality, response.getDecisionId());
     }
     return null;
+  }
+
+  /** Containers of each ask placed so far while applying the current answer (scheduler thread only). */
+  private final Map<Snapshots.AskRef, Integer> placedNow = new java.util.IdentityHashMap<>();
+
+  private int placedSoFar(Snapshots.AskRef ref) {
+    return placedNow.getOrDefault(ref, 0);
+  }
+
+  private static boolean anyRelax(RlAppAttempt app, SchedulerRequestKey key) {
+    AppPlacementAllocator<?> placement = app.getAppSchedulingInfo().getAppPlacementAllocator(key);
+    ResourceRequest any = placement == null ? null : placement.getResourceRequests().get(ResourceRequest.ANY);
+    return any == null || any.getRelaxLocality();
   }
 
   private static Locality locality(NodeType type) {

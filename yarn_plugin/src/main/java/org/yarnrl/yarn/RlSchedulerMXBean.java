@@ -22,6 +22,9 @@ public interface RlSchedulerMXBean {
   /** Model version changes seen on an engine while it was active (live reloads). */
   long getModelChanges();
 
+  /** The policy the engine serves (its GetInfo answer at the handshake). */
+  String getEnginePolicy();
+
   /** CLOSED (engine used), OPEN (engine skipped until the open period ends), HALF_OPEN (next call probes it). */
   String getBreakerState();
 
@@ -55,6 +58,24 @@ public interface RlSchedulerMXBean {
 
   /** Heartbeats scheduled natively because the engine speaks a protocol version this plugin does not. */
   long getFallbacksVersionMismatch();
+
+  /** Heartbeats scheduled natively because an ask had waited for the engine past its heartbeat cap (WaitCap). */
+  long getFallbacksWaitHeartbeats();
+
+  /** Heartbeats scheduled natively because an ask had waited for the engine past its time cap (WaitCap). */
+  long getFallbacksWaitTime();
+
+  /** Asks whose wait for the engine reached a cap (once per wait). */
+  long getAsksPastWaitCap();
+
+  /** Engine-placed containers not applied because the ask or the node changed while the answer was on its way. */
+  long getAnswerContainersDiscarded();
+
+  /** The scheduler-wide wait cap (yarnrl.engine.wait.max-heartbeats / max-ms). */
+  String getWaitCap();
+
+  /** The RM's ResourceCalculator the plugin checks with and tells the engine about. */
+  String getResourceCalculator();
 
   /** The engine's GetInfo.protocol_version at the last handshake ("" before the first). */
   String getEngineProtocolVersion();

@@ -9,6 +9,7 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   volatile String lastCallError = "";
   volatile String engineHealth = "";
   volatile String engineModelVersion = "";
+  volatile String enginePolicy = "";
   final LongAdder failovers = new LongAdder();
   final LongAdder modelChanges = new LongAdder();
   final LongAdder nodeUpdates = new LongAdder();
@@ -36,6 +37,16 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   final LongAdder snapshotLocalityEntries = new LongAdder();
   final LongAdder snapshotAsksLeftOut = new LongAdder();
   final LongAdder snapshotCpuNanos = new LongAdder();
+  /** Heartbeats scheduled natively because an ask waited past its cap ({@link WaitCap}), by reason. */
+  final LongAdder fallbacksWaitHeartbeats = new LongAdder();
+  final LongAdder fallbacksWaitTime = new LongAdder();
+  /** Asks whose wait for the engine reached the cap (once per wait). */
+  final LongAdder asksPastWaitCap = new LongAdder();
+  /** Engine-placed containers not applied: the ask changed (resized, withdrawn, blacklisted) meanwhile, or the
+   *  node no longer had room (RlCapacityScheduler: another queue took it first). */
+  final LongAdder answerContainersDiscarded = new LongAdder();
+  volatile String waitCap = "";
+  volatile String resourceCalculator = "";
 
   @Override
   public String getEngineAddress() {
@@ -65,6 +76,11 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public String getEngineModelVersion() {
     return engineModelVersion;
+  }
+
+  @Override
+  public String getEnginePolicy() {
+    return enginePolicy;
   }
 
   @Override
@@ -100,7 +116,38 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public long getFallbacks() {
     return getFallbacksTimeout() + getFallbacksUnavailable() + getFallbacksError() + getFallbacksInvalidAnswer()
-        + getFallbacksBreakerOpen() + getFallbacksVersionMismatch();
+        + getFallbacksBreakerOpen() + getFallbacksVersionMismatch() + getFallbacksWaitHeartbeats()
+        + getFallbacksWaitTime();
+  }
+
+  @Override
+  public long getFallbacksWaitHeartbeats() {
+    return fallbacksWaitHeartbeats.sum();
+  }
+
+  @Override
+  public long getFallbacksWaitTime() {
+    return fallbacksWaitTime.sum();
+  }
+
+  @Override
+  public long getAsksPastWaitCap() {
+    return asksPastWaitCap.sum();
+  }
+
+  @Override
+  public long getAnswerContainersDiscarded() {
+    return answerContainersDiscarded.sum();
+  }
+
+  @Override
+  public String getWaitCap() {
+    return waitCap;
+  }
+
+  @Override
+  public String getResourceCalculator() {
+    return resourceCalculator;
   }
 
   @Override
@@ -212,7 +259,9 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
         + getNativeContainers() + " fallbacks=" + getFallbacks() + " (timeout=" + getFallbacksTimeout()
         + " unavailable=" + getFallbacksUnavailable() + " error=" + getFallbacksError() + " invalid="
         + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + " versionMismatch="
-        + getFallbacksVersionMismatch() + ") reportEventsSent="
+        + getFallbacksVersionMismatch() + " waitHeartbeats=" + getFallbacksWaitHeartbeats() + " waitTime="
+        + getFallbacksWaitTime() + ") asksPastWaitCap=" + getAsksPastWaitCap() + " discarded="
+        + getAnswerContainersDiscarded() + " reportEventsSent="
         + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState()
         + " handshake=" + getHandshakeState() + " engine=" + getEngineAddress() + " failovers=" + getFailovers()
         + " health=" + getEngineHealth() + " snapshots=" + getSnapshots() + " (asks=" + getSnapshotAsks()

@@ -18,6 +18,7 @@ import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaS
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.common.fica.FiCaSchedulerNode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.placement.AppPlacementAllocator;
 import org.apache.hadoop.yarn.server.scheduler.SchedulerRequestKey;
+import org.apache.hadoop.yarn.util.resource.ResourceCalculator;
 import org.yarnrl.v1.Assignment;
 import org.yarnrl.v1.ClusterSummary;
 import org.yarnrl.v1.ContainerInfo;
@@ -48,13 +49,22 @@ final class Snapshots {
     final SchedulerRequestKey key;
     final org.apache.hadoop.yarn.api.records.Resource capability;
     final int outstanding;
+    /** The "*" entry's relaxLocality when the snapshot was built (an answer applied later re-reads it). */
+    final boolean anyRelax;
+    /**
+     * Whether one container of the ask could go on the node then: it fitted the node's unallocated resource by the
+     * RM's calculator and its locality allowed the node ({@link LocalityRules}).
+     */
+    final boolean placeable;
 
     AskRef(FiCaSchedulerApp app, SchedulerRequestKey key, org.apache.hadoop.yarn.api.records.Resource capability,
-        int outstanding) {
+        int outstanding, boolean anyRelax, boolean placeable) {
       this.app = app;
       this.key = key;
       this.capability = capability;
       this.outstanding = outstanding;
+      this.anyRelax = anyRelax;
+      this.placeable = placeable;
     }
   }
 
@@ -72,10 +82,23 @@ final class Snapshots {
   static final class Snapshot {
     final ScheduleRequest request;
     final Map<String, AskRef> asks;
+    /** The RM's calculator and the node's unallocated resource the engine was asked about. */
+    final ResourceCalculator calculator;
+    final org.apache.hadoop.yarn.api.records.Resource nodeFree;
+    /** Whether any ask could go on the node (fit and locality): if none could, there is nothing to ask. */
+    final boolean anyFits;
 
-    Snapshot(ScheduleRequest request, Map<String, AskRef> asks) {
+    Snapshot(ScheduleRequest request, Map<String, AskRef> asks, ResourceCalculator calculator,
+        org.apache.hadoop.yarn.api.records.Resource nodeFree) {
       this.request = request;
       this.asks = asks;
+      this.calculator = calculator;
+      this.nodeFree = nodeFree;
+      boolean any = false;
+      for (AskRef a : asks.values()) {
+        any |= a.placeable;
+      }
+      this.anyFits = any;
     }
   }
 
@@ -98,6 +121,35 @@ final class Snapshots {
     boolean am = app.isWaitingForAMContainer();
     org.apache.hadoop.yarn.server.resourcemanager.scheduler.AppSchedulingInfo info = app.getAppSchedulingInfo();
     return info.isPlaceBlacklisted(node.getNodeName(), am) || info.isPlaceBlacklisted(node.getRackName(), am);
+  }
+
+  /**
+   * Whether one more container of this ask could go on this node now: pending, not blacklisted there, fits the
+   * node's unallocated resource by the RM's calculator ({@link ResourceFit}) and allowed there by its locality
+   * ({@link LocalityRules}). Reads the ask's own allocator, without the attempt's lock (see {@link #hasPending}).
+   */
+  static boolean placeable(FiCaSchedulerApp app, SchedulerRequestKey key, FiCaSchedulerNode node,
+      ResourceCalculator rc) {
+    AppPlacementAllocator<?> placement = app.getAppSchedulingInfo().getAppPlacementAllocator(key);
+    if (placement == null) {
+      return false;
+    }
+    PendingAsk any = placement.getPendingAsk(ResourceRequest.ANY);
+    if (any.getCount() <= 0 || blacklisted(app, node)
+        || !ResourceFit.fits(rc, any.getPerAllocationResource(), 1, node.getUnallocatedResource())) {
+      return false;
+    }
+    Map<String, ResourceRequest> requests = placement.getResourceRequests();
+    ResourceRequest onHost = requests == null ? null : requests.get(node.getNodeName());
+    ResourceRequest onRack = requests == null ? null : requests.get(node.getRackName());
+    return LocalityRules.allowed(requests, any.getCount(), onHost == null ? 0 : onHost.getNumContainers(),
+        onRack == null ? 0 : onRack.getNumContainers(), node.getRackName()) != null;
+  }
+
+  /** Whether the ask has pending containers now (its own allocator, without the attempt's lock). */
+  static boolean pendingNow(FiCaSchedulerApp app, SchedulerRequestKey key) {
+    AppPlacementAllocator<?> placement = app.getAppSchedulingInfo().getAppPlacementAllocator(key);
+    return !app.isStopped() && placement != null && placement.getPendingAsk(ResourceRequest.ANY).getCount() > 0;
   }
 
   static String askId(FiCaSchedulerApp app, SchedulerRequestKey key) {
@@ -130,6 +182,7 @@ final class Snapshots {
         .setTotal(resource(total))
         .setUnallocated(resource(org.apache.hadoop.yarn.util.resource.Resources.subtract(total,
             scheduler.getRootQueueMetrics().getAllocatedResources())))
+        .setResourceCalculator(ResourceFit.kind(scheduler.getResourceCalculator()))
         .build();
   }
 
@@ -216,7 +269,10 @@ final class Snapshots {
      * pending containers.
      */
     synchronized Snapshot build(String requestId, FiCaSchedulerNode node, List<? extends FiCaSchedulerApp> attempts,
-        Map<org.apache.hadoop.yarn.api.records.ApplicationId, JobInfo> jobs, ClusterSummary cluster, long nowMs) {
+        Map<org.apache.hadoop.yarn.api.records.ApplicationId, JobInfo> jobs, ClusterSummary cluster,
+        ResourceCalculator calculator, long nowMs) {
+      org.apache.hadoop.yarn.api.records.Resource nodeFree =
+          org.apache.hadoop.yarn.util.resource.Resources.clone(node.getUnallocatedResource());
       long cpu = CPU.isCurrentThreadCpuTimeSupported() ? CPU.getCurrentThreadCpuTime() : -1;
       long seq = ++snapshots;
       Map<String, AskRef> refs = new LinkedHashMap<>();
@@ -275,7 +331,11 @@ final class Snapshots {
             ask = b.build();
           }
           asks.add(ask);
-          refs.put(ask.getAskId(), new AskRef(app, key, any.getPerAllocationResource(), any.getCount()));
+          boolean placeable = ResourceFit.fits(calculator, any.getPerAllocationResource(), 1, nodeFree)
+              && LocalityRules.allowed(requests, any.getCount(), hostEntry ? onHost.getNumContainers() : 0,
+                  onRack != null ? onRack.getNumContainers() : 0, rack) != null;
+          refs.put(ask.getAskId(), new AskRef(app, key, any.getPerAllocationResource(), any.getCount(),
+              inputs.anyRelax, placeable));
         }
       }
       if (seq % EVICT_AFTER == 0) {
@@ -295,7 +355,7 @@ final class Snapshots {
       if (cpu >= 0) {
         metrics.snapshotCpuNanos.add(CPU.getCurrentThreadCpuTime() - cpu);
       }
-      return new Snapshot(request, refs);
+      return new Snapshot(request, refs, calculator, nodeFree);
     }
 
     private void evictOlderThan(long seq) {
@@ -408,15 +468,16 @@ final class Snapshots {
   /**
    * Why the engine's answer cannot be applied to this heartbeat, or null when it can: every assignment names an ask
    * of the request with a positive count, no ask gets more than its outstanding count, and all of them together
-   * fit the node's unallocated resources. (Locality is checked container by container when applying.)
+   * fit the node's unallocated resource the engine was told about, by the RM's calculator ({@link ResourceFit}).
+   * Whether it still fits when applied (the asks and the node may have changed meanwhile) is checked container by
+   * container then, and what no longer matches is discarded, not held against the engine.
    */
-  static String check(ScheduleResponse response, Snapshot snapshot, FiCaSchedulerNode node) {
+  static String check(ScheduleResponse response, Snapshot snapshot) {
     if (!response.getRequestId().equals(snapshot.request.getRequestId())) {
       return "answer to request " + response.getRequestId() + ", not " + snapshot.request.getRequestId();
     }
     Map<String, Integer> perAsk = new HashMap<>();
-    long memory = 0;
-    long vcores = 0;
+    org.apache.hadoop.yarn.api.records.Resource need = org.apache.hadoop.yarn.util.resource.Resources.createResource(0);
     for (Assignment a : response.getAssignmentsList()) {
       AskRef ref = snapshot.asks.get(a.getAskId());
       if (ref == null) {
@@ -429,13 +490,12 @@ final class Snapshots {
       if (total > ref.outstanding) {
         return total + " containers for " + a.getAskId() + " which has " + ref.outstanding + " outstanding";
       }
-      memory += ref.capability.getMemorySize() * a.getCount();
-      vcores += (long) ref.capability.getVirtualCores() * a.getCount();
+      org.apache.hadoop.yarn.util.resource.Resources.addTo(need,
+          org.apache.hadoop.yarn.util.resource.Resources.multiply(ref.capability, a.getCount()));
     }
-    org.apache.hadoop.yarn.api.records.Resource free = node.getUnallocatedResource();
-    if (memory > free.getMemorySize() || vcores > free.getVirtualCores()) {
-      return "assignments need " + memory + " MB / " + vcores + " vcores, node has " + free.getMemorySize()
-          + " MB / " + free.getVirtualCores() + " vcores unallocated";
+    if (!ResourceFit.fits(snapshot.calculator, need, 1, snapshot.nodeFree)) {
+      return "assignments need " + need + ", node had " + snapshot.nodeFree + " unallocated ("
+          + snapshot.calculator.getClass().getSimpleName() + ")";
     }
     return null;
   }

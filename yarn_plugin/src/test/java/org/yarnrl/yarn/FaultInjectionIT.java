@@ -30,7 +30,7 @@ import org.junit.jupiter.api.TestMethodOrder;
 /**
  * Faults between a real ResourceManager (RlScheduler) and a real `policy-engine serve`, during HiBench-shaped jobs on
  * one shared mini cluster: the engine killed, stopped (SIGSTOP), slowed past the deadline, answering invalidly
- * (over-allocating), the network path cut and restored; then engine failover (two engines, the active one killed
+ * (over-allocating), answering only "wait", the network path cut and restored; then engine failover (two engines, the active one killed
  * mid-job) and failback.
  *
  * <p>The plugin reaches engine A through a {@link TcpProxy} (latency, cut, or another upstream: a grpc-java fake whose
@@ -67,6 +67,7 @@ class FaultInjectionIT {
   private EngineProcess engineB;
   private TcpProxy proxy;
   private TestEngines.Fake invalidEngine;
+  private TestEngines.Fake waitingEngine;
   private MiniHadoop cluster;
   private RlScheduler scheduler;
   private RlSchedulerMetrics metrics;
@@ -84,6 +85,8 @@ class FaultInjectionIT {
     proxy = new TcpProxy(engineA.port);
     invalidEngine = new TestEngines.Fake("invalid", null, null);
     invalidEngine.invalid.set(true);
+    waitingEngine = new TestEngines.Fake("only-waits", null, null);
+    waitingEngine.onlyWaits.set(true);
     Configuration settings = new Configuration(false);
     settings.set(YarnConfiguration.RM_SCHEDULER, RlScheduler.class.getName());
     settings.set(RlScheduler.ENGINE_ADDRESS, proxy.address() + "," + engineB.address());
@@ -118,7 +121,7 @@ class FaultInjectionIT {
       Files.writeString(work.resolve("results.json"), Json.write(results), StandardCharsets.UTF_8);
       LOG.info("yarn-rl fault injection results: {}", Json.write(results));
     } finally {
-      for (AutoCloseable c : new AutoCloseable[] {cluster, engineA, engineB, proxy, invalidEngine}) {
+      for (AutoCloseable c : new AutoCloseable[] {cluster, engineA, engineB, proxy, invalidEngine, waitingEngine}) {
         if (c != null) {
           try {
             c.close();
@@ -215,6 +218,7 @@ class FaultInjectionIT {
     long errorB = metrics.getFallbacksError();
     long invalidB = metrics.getFallbacksInvalidAnswer();
     long breakerB = metrics.getFallbacksBreakerOpen();
+    long waitB = metrics.getFallbacksWaitHeartbeats() + metrics.getFallbacksWaitTime();
     long nativeB = metrics.getNativeContainers();
     long engineContainersB = metrics.getEngineContainers();
 
@@ -262,6 +266,7 @@ class FaultInjectionIT {
     reasons.put("error", metrics.getFallbacksError() - errorB);
     reasons.put("invalid_answer", metrics.getFallbacksInvalidAnswer() - invalidB);
     reasons.put("breaker_open", metrics.getFallbacksBreakerOpen() - breakerB);
+    reasons.put("wait_cap", metrics.getFallbacksWaitHeartbeats() + metrics.getFallbacksWaitTime() - waitB);
     r.put("fallbacks", reasons);
     r.put("native_containers", metrics.getNativeContainers() - nativeB);
     r.put("engine_containers", metrics.getEngineContainers() - engineContainersB);
@@ -319,6 +324,19 @@ class FaultInjectionIT {
   @Order(4)
   void engineSlowerThanTheDeadline() throws Exception {
     faultCase("engine_slow_500ms", metrics::getFallbacksTimeout, () -> proxy.delay(500), () -> proxy.delay(0));
+  }
+
+  /**
+   * An engine that only waits (every answer valid and empty: a bad model, a policy with an unbounded delay): each
+   * ask is scheduled natively once it has waited its cap (WaitCap), so the job finishes; counted by reason.
+   */
+  @Test
+  @Order(5)
+  void engineThatOnlyWaits() throws Exception {
+    faultCase("only_waits", () -> metrics.getFallbacksWaitHeartbeats() + metrics.getFallbacksWaitTime(),
+        () -> proxy.upstream(waitingEngine.server.getPort()), () -> proxy.upstream(engineA.port));
+    assertTrue(waitingEngine.schedules.get() > 0);
+    assertTrue(metrics.getAsksPastWaitCap() > 0, metrics.toString());
   }
 
   @Test

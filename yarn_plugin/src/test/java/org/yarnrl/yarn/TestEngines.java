@@ -43,6 +43,8 @@ final class TestEngines {
     final AtomicReference<Status> scheduleError = new AtomicReference<>();
     /** True: every Schedule answer over-allocates (each ask gets 1000 containers more than it has outstanding). */
     final java.util.concurrent.atomic.AtomicBoolean invalid = new java.util.concurrent.atomic.AtomicBoolean();
+    /** True: every Schedule answer is "wait" (no assignment): valid, and never placing anything (issue 23). */
+    final java.util.concurrent.atomic.AtomicBoolean onlyWaits = new java.util.concurrent.atomic.AtomicBoolean();
     final AtomicInteger schedules = new AtomicInteger();
     final AtomicInteger reported = new AtomicInteger();
     final String name;
@@ -71,6 +73,11 @@ final class TestEngines {
         }
         ScheduleResponse.Builder answer = ScheduleResponse.newBuilder().setRequestId(req.getRequestId())
             .setDecisionId(name);
+        if (onlyWaits.get()) {
+          out.onNext(answer.build());
+          out.onCompleted();
+          return;
+        }
         if (invalid.get()) {
           for (org.yarnrl.v1.ResourceAsk ask : req.getAsksList()) {
             answer.addAssignments(org.yarnrl.v1.Assignment.newBuilder().setAskId(ask.getAskId())
