@@ -99,7 +99,7 @@ class RlRouterPolicyTest {
   private FederationRouterPolicy policy(String... settings) throws Exception {
     Configuration conf = facade.getConf();
     conf.set(RouterSettings.ENGINE_ADDRESS, "127.0.0.1:" + server.getPort());
-    conf.set(RouterSettings.DEADLINE_MS, "300");
+    conf.set(RouterSettings.DEADLINE_MS, "3000"); // generous: this machine's 2 cores are shared
     conf.set(RouterSettings.BREAKER_FAILURES, "100");
     for (int i = 0; i < settings.length; i += 2) {
       conf.set(settings[i], settings[i + 1]);
@@ -202,13 +202,14 @@ class RlRouterPolicyTest {
 
   @Test
   void timeoutsAndAnAbsentEngineFallBackWithinTheDeadline() throws Exception {
-    FederationRouterPolicy p = policy(RouterSettings.BREAKER_FAILURES, "2", RouterSettings.BREAKER_OPEN_MS, "60000");
+    FederationRouterPolicy p = policy(RouterSettings.BREAKER_FAILURES, "2", RouterSettings.BREAKER_OPEN_MS, "60000",
+        RouterSettings.DEADLINE_MS, "500");
     RouterPolicyMetrics m = RlRouterPolicy.metrics();
     long timeouts0 = m.getFallbacksTimeout();
     long open0 = m.getFallbacksBreakerOpen();
     answer.set(r -> {
       try {
-        Thread.sleep(2000);
+        Thread.sleep(8000);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
@@ -218,7 +219,7 @@ class RlRouterPolicyTest {
       long t0 = System.nanoTime();
       assertEquals(SC1, p.getHomeSubcluster(app(10 + i), Collections.emptyList()));
       long ms = (System.nanoTime() - t0) / 1_000_000;
-      assertTrue(ms < 1500, "a timed-out decision took " + ms + " ms (deadline 300 ms)");
+      assertTrue(ms < 5000, "a timed-out decision took " + ms + " ms (deadline 500 ms, the engine answers after 8 s)");
     }
     assertEquals(timeouts0 + 2, m.getFallbacksTimeout());
     // two consecutive failures opened the breaker: the engine is not asked again for the open period
