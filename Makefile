@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install proto plugin clean images cluster-up cluster-down
+.PHONY: demo test install proto plugin clean images cluster-up cluster-down federation-up federation-down
 MVN ?= mvn
 
 DEMO_STAMP := $(VENV)/.installed-demo
@@ -62,6 +62,21 @@ cluster-up: images
 
 cluster-down:
 	$(PY) docker/cluster.py down --name $(CLUSTER)
+
+# A YARN Federation in containers (docker/federation.py): ZooKeeper, a 3.4.2 Router with the learned Router policy
+# (org.yarnrl.federation), FEDERATION sub-clusters (an RM + a worker each, SC_MEMORY MB per worker), HDFS, the engine
+# (FED_POLICY) and a client. benchmarks/federation.py restarts the engine per policy.
+FED ?= yarnrl-fed
+FEDERATION ?= 2
+SC_MEMORY ?= 4096,2048
+SC_IDS ?= SC5,SC3
+FED_POLICY ?= maf
+federation-up: install
+	$(PY) docker/cluster.py up --name $(FED) --federation $(FEDERATION) --sc-ids $(SC_IDS) --sc-memory $(SC_MEMORY) \
+	    --policy $(FED_POLICY)
+
+federation-down:
+	$(PY) docker/cluster.py down --name $(FED)
 
 clean:
 	rm -rf $(VENV) yarn_plugin/target

@@ -673,6 +673,20 @@ def main(argv: list[str] | None = None) -> int:
                          "place as many containers on a node as YARN itself does")
     up.add_argument("--timeout", type=float, default=600,
                     help="seconds to wait for the cluster (default 600: 10 JVMs start on a loaded 2-core machine in 3-6 min)")
+    fed = up.add_argument_group("federation (docker/federation.py)")
+    fed.add_argument("--federation", type=int, default=0, metavar="N",
+                     help="a YARN Federation instead: ZooKeeper, a Router with the learned Router policy, N >= 2 "
+                          "sub-clusters (an RM + workers each), HDFS, the engine (--policy, a Route policy) and a "
+                          "client; host ports are picked by Docker")
+    fed.add_argument("--sc-memory", default="4096,2048", metavar="MB,MB,...",
+                     help="NodeManager memory of each sub-cluster's workers (default %(default)s; the last repeats)")
+    fed.add_argument("--sc-ids", default="", metavar="ID,ID,...",
+                     help="sub-cluster ids (default SC1..SCN); the Router policy's model slots follow their numbers")
+    fed.add_argument("--workers-per-subcluster", type=int, default=1, help="workers per sub-cluster (default 1)")
+    fed.add_argument("--router-set", action="append", default=[], metavar="KEY=VALUE",
+                     help="a Router property, e.g. yarnrl.federation.pad-clusters=5 (repeatable)")
+    fed.add_argument("--model", help="the engine's model file, under --models-dir")
+    fed.add_argument("--models-dir", help="host directory mounted read-only at /models in the engine (default: models/)")
     for opt, default in (("--nn-port", NN_HTTP_PORT), ("--rm-port", RM_HTTP_PORT),
                          ("--metrics-port", ENGINE_METRICS_PORT), ("--grpc-port", ENGINE_GRPC_PORT)):
         up.add_argument(opt, type=int, default=default, help=f"host port on 127.0.0.1 (default {default}; 0 = any)")
@@ -694,7 +708,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[cluster] {msg}", file=sys.stderr, flush=True)
 
     try:
-        if args.cmd == "up":
+        if args.cmd == "up" and args.federation:
+            import federation
+
+            spec = federation.FederationSpec(
+                name=args.name, subclusters=args.federation, policy=args.policy, policy_settings=args.set,
+                engine=not args.no_engine, workers_per_subcluster=args.workers_per_subcluster,
+                sc_memory_mb=[int(x) for x in args.sc_memory.split(",") if x.strip()],
+                router_settings=args.router_set,
+                subcluster_ids=[x.strip() for x in args.sc_ids.split(",") if x.strip()],
+                models_dir=str(Path(args.models_dir or Path(__file__).resolve().parent.parent / "models").resolve()))
+            t = time.monotonic()
+            fed = federation.Federation(spec)
+            if args.model:
+                fed.spec.engine = False  # started below with its model, once the rest is up
+            fed.up(timeout=args.timeout, progress=say)
+            if args.model and not args.no_engine:
+                fed.spec.engine = True
+                fed.restart_engine(args.policy, model=args.model, settings=args.set)
+            s = fed.summary()
+            s["boot_seconds"] = round(time.monotonic() - t, 1)
+            if args.json:
+                print(json.dumps(s))
+            else:
+                federation.print_summary(s)
+        elif args.cmd == "up":
             if args.breaker_open_ms <= 0:
                 ap.error("--breaker-open-ms must be positive")
             spec = ClusterSpec(name=args.name, workers=args.workers, policy=args.policy, policy_settings=args.set,

@@ -4,6 +4,8 @@
     yarnrl/base:bookworm   debootstrap --variant=minbase + docker import
     yarnrl/hadoop:3.5.0    JRE 17, Hadoop 3.5.0 daemon jars (docker/hadoop/pom.xml), configs, the plugin jar
     yarnrl/engine:latest   Python 3.11, the serving dependencies (no torch) and yarn-rl itself
+    yarnrl/router:3.4.2    (only with --only router, or `make federation-up`) the YARN Federation Router 3.4.2 on
+                           yarnrl/hadoop, with the learned Router policy's jar
 
 Every image carries the label org.yarnrl.inputs = sha256 of everything it is built from (its recipe files, the
 sources it packages, the hash of its base image). An image whose label matches is not rebuilt, so a second
@@ -37,9 +39,11 @@ MIRROR = os.environ.get("YARNRL_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 BASE_IMAGE = f"yarnrl/base:{SUITE}"
 HADOOP_IMAGE = "yarnrl/hadoop:3.5.0"
 ENGINE_IMAGE = "yarnrl/engine:latest"
+ROUTER_IMAGE = "yarnrl/router:3.4.2"
 # the build host's own certificate authorities (Debian's place for them), copied into images that fetch over TLS
 EXTRA_CA_DIR = Path(os.environ.get("YARNRL_EXTRA_CA_DIR", "/usr/local/share/ca-certificates"))
 PLUGIN_JAR = REPO / "yarn_plugin" / "target" / "yarnrl-yarn-plugin-0.1.0.jar"
+ROUTER_JAR = REPO / "yarn_plugin" / "target" / "yarnrl-yarn-plugin-0.1.0-router.jar"  # the plugin build's `router` jar
 
 NO_ENGINE = (
     "no Docker engine answers at {where} ({error}). Start one: as root, `apt-get install -y docker.io` then "
@@ -161,13 +165,14 @@ def build_base(client, force: bool) -> Result:
 
 
 # ----------------------------------------------------------------------------------------- Dockerfile images
-def _docker_build(client, context: Path, tag: str, h: str, base_hash: str, steps: list[str]) -> None:
+def _docker_build(client, context: Path, tag: str, h: str, base_hash: str, steps: list[str],
+                  base_image: str = BASE_IMAGE) -> None:
     import docker
 
     t = time.monotonic()
     lines: list[str] = []
     try:
-        for chunk in client.api.build(path=str(context), tag=tag, buildargs={"BASE": BASE_IMAGE},
+        for chunk in client.api.build(path=str(context), tag=tag, buildargs={"BASE": base_image},
                                       labels={LABEL: h, f"{LABEL}.base": base_hash}, network_mode="host",
                                       rm=True, forcerm=True, decode=True):
             if "stream" in chunk:
@@ -249,14 +254,67 @@ def build_engine(client, base_hash: str, force: bool) -> Result:
     return Result(ENGINE_IMAGE, h, False, time.monotonic() - t, steps)
 
 
+def router_inputs() -> list[Path]:
+    d = DOCKER_DIR / "router"
+    return _files(d / "Dockerfile", d / "pom.xml", d / "router-daemon", d / "log4j.properties",
+                  REPO / "yarn_plugin" / "pom.xml", REPO / "yarn_plugin" / "src" / "main", REPO / "proto")
+
+
+def build_router(client, hadoop_hash: str, force: bool) -> Result:
+    """yarnrl/router on yarnrl/hadoop: the 3.4.2 Router's jars (docker/router/pom.xml) and the policy's jar."""
+    h = content_hash(router_inputs(), hadoop_hash)
+    t = time.monotonic()
+    if not force and image_hash_of(client, ROUTER_IMAGE) == h:
+        return Result(ROUTER_IMAGE, h, True, time.monotonic() - t)
+    steps: list[str] = []
+    ctx = DOCKER_DIR / "router"
+    mvn = os.environ.get("MVN", "mvn")
+    _say("resolving the Router 3.4.2 jars with Maven (docker/router/pom.xml)")
+    _run([mvn, "-B", "-q", "-f", str(ctx / "pom.xml"), "package"], "maven: router jars", log=steps)
+    plugin_sources = _files(REPO / "yarn_plugin" / "pom.xml", REPO / "yarn_plugin" / "src" / "main", REPO / "proto")
+    if not ROUTER_JAR.exists() or ROUTER_JAR.stat().st_mtime < max(p.stat().st_mtime for p in plugin_sources):
+        _say("building the plugin's jars (make plugin)")
+        _run([mvn, "-B", "-q", "-f", str(REPO / "yarn_plugin" / "pom.xml"), "package", "-DskipTests"],
+             "maven: plugin jars", log=steps)
+    plugin_dir = ctx / "target" / "plugin"
+    shutil.rmtree(plugin_dir, ignore_errors=True)
+    plugin_dir.mkdir(parents=True)
+    shutil.copy2(ROUTER_JAR, plugin_dir / ROUTER_JAR.name)
+    _sleep_job_jar(ctx / "target" / "sleep")
+    _say(f"docker build {ROUTER_IMAGE}")
+    _docker_build(client, ctx, ROUTER_IMAGE, h, hadoop_hash, steps, base_image=HADOOP_IMAGE)
+    return Result(ROUTER_IMAGE, h, False, time.monotonic() - t, steps)
+
+
+def _sleep_job_jar(d: Path) -> Path:
+    """yarnrl-sleep-job.jar: SleepJob's classes from the jobclient tests jar, with SleepJob as its Main-Class."""
+    import zipfile
+
+    out = d / "yarnrl-sleep-job.jar"
+    with zipfile.ZipFile(d / "hadoop-mapreduce-client-jobclient-tests.jar") as src, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        dst.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nMain-Class: org.apache.hadoop.mapreduce.SleepJob\n")
+        for name in src.namelist():
+            if name.startswith("org/apache/hadoop/mapreduce/SleepJob"):
+                dst.writestr(name, src.read(name))
+    return out
+
+
+def ensure_federation_images() -> list[Result]:
+    """The cluster's images and the Router's (what `docker/cluster.py up --federation N` calls)."""
+    return build_all(only={"hadoop", "engine", "router"})
+
+
 def build_all(force: bool = False, only: set[str] | None = None) -> list[Result]:
     client = connect()
     results = [build_base(client, force and (only is None or "base" in only))]
     base_hash = results[0].hash
-    if only is None or "hadoop" in only:
+    if only is None or "hadoop" in only or "router" in only:
         results.append(build_hadoop(client, base_hash, force))
     if only is None or "engine" in only:
         results.append(build_engine(client, base_hash, force))
+    if only is not None and "router" in only:  # on the hadoop image built (or found current) above
+        results.append(build_router(client, results[1].hash, force))
     return results
 
 
@@ -269,12 +327,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--force", action="store_true", help="rebuild even when the content hash matches")
-    ap.add_argument("--only", help="comma-separated subset of base,hadoop,engine (base is always checked)")
+    ap.add_argument("--only", help="comma-separated subset of base,hadoop,engine,router (base is always checked; router "
+                    "also checks hadoop, its base)")
     ap.add_argument("--json", action="store_true", help="print only the JSON summary")
     args = ap.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
-    if only and not only <= {"base", "hadoop", "engine"}:
-        ap.error(f"--only: unknown image(s) {sorted(only - {'base', 'hadoop', 'engine'})}")
+    if only and not only <= {"base", "hadoop", "engine", "router"}:
+        ap.error(f"--only: unknown image(s) {sorted(only - {'base', 'hadoop', 'engine', 'router'})}")
     t = time.monotonic()
     try:
         results = build_all(args.force, only)

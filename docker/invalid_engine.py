@@ -91,10 +91,23 @@ def build_server(host: str, port: int, kinds: tuple[str, ...] = KINDS):
 
         def Report(self, request, context):
             return pb.ReportResponse(accepted=len(request.events))
+        def Route(self, request, context):
+            # the federation Router's question (docker/federation.py): a cluster that is no candidate, or a job
+            # index past the one-job buffer; the Router policy must route by its built-in rule instead
+            with lock:
+                self.routed = getattr(self, "routed", 0) + 1
+                n = self.routed
+            ids = [c.cluster_id for c in request.clusters]
+            if n % 2:
+                return pb.RouteResponse(request_id=request.request_id, decision_id="invalid-route-cluster",
+                                        job_index=0, cluster_id=max(ids, default=0) + 1000, policy="invalid-answers")
+            return pb.RouteResponse(request_id=request.request_id, decision_id="invalid-route-job",
+                                    job_index=len(request.jobs) + 5, cluster_id=ids[0] if ids else 0,
+                                    policy="invalid-answers")
 
         def GetInfo(self, request, context):
             return pb.GetInfoResponse(protocol_version=PROTOCOL_VERSION, policy="invalid-answers",
-                                      model_version="invalid", capabilities=["schedule", REPORT_CAPABILITY],
+                                      model_version="invalid", capabilities=["schedule", "route", REPORT_CAPABILITY],
                                       engine_version="invalid-engine")
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))

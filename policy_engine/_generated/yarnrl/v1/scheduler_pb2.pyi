@@ -359,7 +359,7 @@ class RouteJob(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., category: _Optional[_Union[JobCategory, str]] = ..., request_distribution: _Optional[_Iterable[int]] = ..., executor_runtime: _Optional[float] = ..., deadline: _Optional[float] = ..., duration: _Optional[float] = ..., executions: _Optional[int] = ..., submit_time: _Optional[float] = ..., expected_hetero_factor: _Optional[float] = ..., hetero_sensitivity: _Optional[int] = ..., per_cluster: _Optional[_Iterable[_Union[ClusterDemand, _Mapping]]] = ...) -> None: ...
 
 class ClusterState(_message.Message):
-    __slots__ = ("cluster_id", "capacity", "max_capacity", "current_capacity", "available", "hetero_factor", "occupation_history", "missed_deadlines", "queued_jobs", "elastic")
+    __slots__ = ("cluster_id", "capacity", "max_capacity", "current_capacity", "available", "hetero_factor", "occupation_history", "missed_deadlines", "queued_jobs", "elastic", "sub_cluster", "available_mb", "total_mb", "available_vcores", "total_vcores", "containers_pending", "apps_pending", "active_nodes", "padding")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
     MAX_CAPACITY_FIELD_NUMBER: _ClassVar[int]
@@ -370,6 +370,15 @@ class ClusterState(_message.Message):
     MISSED_DEADLINES_FIELD_NUMBER: _ClassVar[int]
     QUEUED_JOBS_FIELD_NUMBER: _ClassVar[int]
     ELASTIC_FIELD_NUMBER: _ClassVar[int]
+    SUB_CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_MB_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_MB_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_VCORES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_VCORES_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_PENDING_FIELD_NUMBER: _ClassVar[int]
+    APPS_PENDING_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_NODES_FIELD_NUMBER: _ClassVar[int]
+    PADDING_FIELD_NUMBER: _ClassVar[int]
     cluster_id: int
     capacity: int
     max_capacity: int
@@ -380,7 +389,16 @@ class ClusterState(_message.Message):
     missed_deadlines: int
     queued_jobs: int
     elastic: bool
-    def __init__(self, cluster_id: _Optional[int] = ..., capacity: _Optional[int] = ..., max_capacity: _Optional[int] = ..., current_capacity: _Optional[int] = ..., available: _Optional[int] = ..., hetero_factor: _Optional[float] = ..., occupation_history: _Optional[_Iterable[float]] = ..., missed_deadlines: _Optional[int] = ..., queued_jobs: _Optional[int] = ..., elastic: _Optional[bool] = ...) -> None: ...
+    sub_cluster: str
+    available_mb: int
+    total_mb: int
+    available_vcores: int
+    total_vcores: int
+    containers_pending: int
+    apps_pending: int
+    active_nodes: int
+    padding: bool
+    def __init__(self, cluster_id: _Optional[int] = ..., capacity: _Optional[int] = ..., max_capacity: _Optional[int] = ..., current_capacity: _Optional[int] = ..., available: _Optional[int] = ..., hetero_factor: _Optional[float] = ..., occupation_history: _Optional[_Iterable[float]] = ..., missed_deadlines: _Optional[int] = ..., queued_jobs: _Optional[int] = ..., elastic: _Optional[bool] = ..., sub_cluster: _Optional[str] = ..., available_mb: _Optional[int] = ..., total_mb: _Optional[int] = ..., available_vcores: _Optional[int] = ..., total_vcores: _Optional[int] = ..., containers_pending: _Optional[int] = ..., apps_pending: _Optional[int] = ..., active_nodes: _Optional[int] = ..., padding: _Optional[bool] = ...) -> None: ...
 
 class ManagerView(_message.Message):
     __slots__ = ("cluster_id", "cpu_free", "network_free", "cpu_capacity", "network_capacity", "neighbors", "transfer_delays", "task_ids", "task_types", "task_cpu", "task_network", "task_utility_rate", "task_wait", "task_hops", "transfer_limit")

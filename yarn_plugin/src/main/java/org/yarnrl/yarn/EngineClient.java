@@ -22,6 +22,8 @@ import org.yarnrl.v1.GetInfoRequest;
 import org.yarnrl.v1.GetInfoResponse;
 import org.yarnrl.v1.PolicyEngineGrpc;
 import org.yarnrl.v1.ReportRequest;
+import org.yarnrl.v1.RouteRequest;
+import org.yarnrl.v1.RouteResponse;
 import org.yarnrl.v1.ScheduleRequest;
 import org.yarnrl.v1.ScheduleResponse;
 
@@ -133,6 +135,15 @@ class EngineClient implements AutoCloseable {
       ScheduleResponse response =
           stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS).schedule(request);
       return response;
+    } catch (StatusRuntimeException e) {
+      throw failed(e.getStatus(), e);
+    }
+  }
+
+  /** Route (the federation Router's home sub-cluster choice) with the same deadline and failure reading. */
+  RouteResponse route(RouteRequest request) throws CallFailed {
+    try {
+      return stub.withDeadlineAfter(deadlineMillis, TimeUnit.MILLISECONDS).route(request);
     } catch (StatusRuntimeException e) {
       throw failed(e.getStatus(), e);
     }

@@ -1,0 +1,58 @@
+"""The federation tests run on a real YARN Federation in containers (docker/federation.py), booted once per session:
+ZooKeeper, the 3.4.2 Router with the learned Router policy, two sub-clusters of different sizes, HDFS, the engine
+and a client. Like tests/cluster: skipped with the reason when no Docker engine answers (a failure under CI=true),
+and every container and the network are removed at the end, also when a test or the boot fails.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk's image would come from a registry
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docker"))
+
+import federation as docker_federation  # noqa: E402  (docker/federation.py)
+import images  # noqa: E402  (docker/images.py)
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def federation_engine():
+    try:
+        return images.connect()
+    except images.DockerUnavailable as e:
+        if _in_ci():
+            pytest.fail(f"CI=true and {e}", pytrace=False)
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def federation(federation_engine):
+    """SC1 with 2048 MB, SC2 with 4096 MB: the built-in rule (most available memory) picks SC2 on an idle
+    federation, while the engine's sf-p (lowest occupation share, ties to the first cluster) picks SC1, so where a
+    job lands says who routed it. The Router's engine deadline is 500 ms (this machine's two cores are shared)
+    and its breaker opens for 3 s."""
+    images.ensure_federation_images()
+    spec = docker_federation.FederationSpec(
+        name=f"yarnrl-fedtest-{uuid.uuid4().hex[:6]}", sc_memory_mb=[2048, 4096], policy="sf-p",
+        router_deadline_ms=500, router_breaker_open_ms=3000)
+    fed = docker_federation.Federation(spec)
+    t = time.monotonic()
+    try:
+        fed.up(timeout=600, build=False)
+        fed.boot_seconds = time.monotonic() - t
+        yield fed
+    finally:
+        fed.down(quiet=True)
+        left = [c.name for c in fed.containers()] + [
+            n.name for n in federation_engine.networks.list(names=[spec.network])]
+        assert not left, f"left behind after the federation tests: {left}"

@@ -1,0 +1,92 @@
+"""The federation's parts that need no containers: the sub-cluster settings docker/federation.py renders, the
+invalid engine's Route answers, and benchmarks/federation.py's job mapping and metrics."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import grpc
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "docker"))
+
+import federation as docker_federation  # noqa: E402  (docker/federation.py)
+import invalid_engine  # noqa: E402  (docker/invalid_engine.py)
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("federation_bench", ROOT / "benchmarks" / "federation.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_subcluster_settings():
+    spec = docker_federation.FederationSpec(name="x", subcluster_ids=["SC5", "SC3"], sc_memory_mb=[4096, 2048])
+    fed = docker_federation.Federation.__new__(docker_federation.Federation)
+    fed.spec, fed.subnet_prefix = spec, "172.29.1"
+    rm2 = fed._env("rm2")["YARNRL_YARN_EXTRA"]
+    assert "<name>yarn.resourcemanager.cluster-id</name><value>SC3</value>" in rm2
+    assert "<name>yarn.federation.state-store.heartbeat-interval-secs</name><value>1</value>" in rm2
+    w = fed._env("sc2-worker1")
+    assert w["YARNRL_RM_HOST"] == "rm2" and w["YARNRL_NM_MEMORY_MB"] == "2048"
+    assert "<value>rm2</value><final>true</final>" in w["YARNRL_YARN_EXTRA"]
+    assert "router:8050" in fed._env("client")["YARNRL_YARN_EXTRA"]
+    assert fed._env("rm1")["YARNRL_ENGINE_ADDRESS"] == ""
+    assert len(set(fed._ips().values())) == len(fed._ips())
+    with pytest.raises(ValueError, match="at least 2"):
+        docker_federation.FederationSpec(name="x", subclusters=1)
+    with pytest.raises(ValueError, match="distinct"):
+        docker_federation.FederationSpec(name="x", subcluster_ids=["SC1", "SC1"])
+
+
+def test_invalid_engine_never_names_a_candidate():
+    from policy_engine.proto import pb, pb_grpc
+
+    server, port = invalid_engine.build_server("127.0.0.1", 0)
+    try:
+        stub = pb_grpc.PolicyEngineStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        req = pb.RouteRequest(request_id="r", jobs=[pb.RouteJob(job_id="j")],
+                              clusters=[pb.ClusterState(cluster_id=3), pb.ClusterState(cluster_id=5)])
+        answers = [stub.Route(req, timeout=5) for _ in range(4)]
+        for a in answers:
+            assert a.cluster_id not in (3, 5) or a.job_index != 0
+        assert {a.decision_id for a in answers} == {"invalid-route-cluster", "invalid-route-job"}
+        assert "route" in stub.GetInfo(pb.GetInfoRequest(), timeout=5).capabilities
+    finally:
+        server.stop(0)
+
+
+def test_stream_mapping_and_metrics():
+    bench = _bench()
+    args = SimpleNamespace(jobs=12, pattern="uniform", seed=3, arrival_seconds=0.5, task_seconds=0.25,
+                           executors_per_map=120.0)
+    w = bench.workload(args)
+    jobs = bench.real_jobs(w, args, overhead_s=10.0)
+    assert len(jobs) == 12
+    for j, job in zip(range(12), jobs):
+        assert 1 <= job["maps"] <= 3
+        assert job["arrival_s"] == pytest.approx(float(w.arrival[j]) * 0.5)
+        assert job["optimal_s"] == pytest.approx(job["map_s"] + 10.0)
+        assert (job["deadline_s"] > 0) == (w.deadline[j] > 0)
+        assert f"yarnrl.executors={job['maps']}" in job["tags"]
+    rows = [{"index": 0, "category": "time-critical", "deadline_s": 30.0, "optimal_s": 20.0, "ar_s": 40.0,
+             "final_status": "SUCCEEDED", "subcluster": "SC5"},
+            {"index": 1, "category": "regular", "deadline_s": 0.0, "optimal_s": 20.0, "ar_s": 20.0,
+             "final_status": "SUCCEEDED", "subcluster": "SC3"},
+            {"index": 2, "category": "streaming", "deadline_s": 25.0, "optimal_s": 20.0, "ar_s": None,
+             "final_status": "FAILED", "subcluster": "SC3"}]
+    s = bench.summarise("maf", rows, {"SC5": [0.5, 0.7], "SC3": []}, {"EngineDecisions": 3}, 100.0)
+    assert s["tmdl"] == 2                       # one late, one failed with a deadline
+    assert s["ajdr"] == pytest.approx(50.0)     # (100 + 0) / 2
+    assert s["ajer"] == pytest.approx(150.0)
+    assert s["missed_per_category"] == {"regular": 0, "time-critical": 1, "streaming": 0}
+    assert s["jobs_per_subcluster"] == {"SC5": 1, "SC3": 2}
+    assert s["utilisation"] == {"SC5": pytest.approx(0.6), "SC3": None}
+    assert bench.rank({"a": 3, "b": 1, "c": 3}) == ["b", "a", "c"]
+    assert bench.router_settings("rl-lsfc", SimpleNamespace(task_seconds=0.25, executors_per_map=120))[-1] == \
+        "yarnrl.federation.history.length=105"

@@ -1,0 +1,52 @@
+package org.yarnrl.federation;
+
+/**
+ * The learned Router policy's counters, on the Router's JMX as {@code Hadoop:service=Router,name=RlRouterPolicy}
+ * (and its web UI's {@code /jmx}).
+ */
+public interface RouterPolicyMXBean {
+  String getEngineAddress();
+
+  String getBreakerState();
+
+  String getHandshakeState();
+
+  String getLastDecision();
+
+  String getLastFallback();
+
+  long getDecisions();
+
+  long getEngineDecisions();
+
+  long getBuiltinDecisions();
+
+  long getFallbacksTimeout();
+
+  long getFallbacksUnavailable();
+
+  long getFallbacksError();
+
+  long getFallbacksInvalidAnswer();
+
+  long getFallbacksBlacklisted();
+
+  long getFallbacksBreakerOpen();
+
+  long getFallbacksVersionMismatch();
+
+  long getFallbacksMalformedTags();
+
+  long getFallbacksPaddingChosen();
+
+  long getFallbacksDisabled();
+
+  long getFallbacksTotal();
+
+  /** Time getHomeSubcluster took, the engine call included, over the last 4096 decisions. */
+  long getDecisionMicrosP50();
+
+  long getDecisionMicrosP99();
+
+  long getDecisionMicrosMax();
+}

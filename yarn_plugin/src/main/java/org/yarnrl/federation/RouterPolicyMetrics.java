@@ -1,0 +1,169 @@
+package org.yarnrl.federation;
+
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
+
+/** Counters of the learned Router policy (one per Router JVM); see {@link RouterPolicyMXBean}. */
+final class RouterPolicyMetrics implements RouterPolicyMXBean {
+  /** Why a submission was routed by the built-in rule instead of the engine's answer. */
+  enum Fallback {
+    TIMEOUT, UNAVAILABLE, ERROR, INVALID_ANSWER, BLACKLISTED, BREAKER_OPEN, VERSION_MISMATCH, MALFORMED_TAGS,
+    PADDING_CHOSEN, DISABLED
+  }
+
+  volatile String engineAddress = "";
+  volatile java.util.function.Supplier<String> breaker = () -> "DISABLED";
+  volatile java.util.function.Supplier<String> handshake = () -> "DISABLED";
+  volatile String lastDecision = "";
+  volatile String lastFallback = "";
+  final LongAdder decisions = new LongAdder();
+  final LongAdder engineDecisions = new LongAdder();
+  final LongAdder builtinDecisions = new LongAdder();
+  private final Map<Fallback, LongAdder> fallbacks = new EnumMap<>(Fallback.class);
+  private final long[] micros = new long[4096];
+  private long recorded;
+
+  RouterPolicyMetrics() {
+    for (Fallback f : Fallback.values()) {
+      fallbacks.put(f, new LongAdder());
+    }
+  }
+
+  void fallback(Fallback why) {
+    fallbacks.get(why).increment();
+  }
+
+  long fallbacks(Fallback why) {
+    return fallbacks.get(why).sum();
+  }
+
+  synchronized void recordMicros(long us) {
+    micros[(int) (recorded++ % micros.length)] = us;
+  }
+
+  private synchronized long percentile(double q) {
+    int n = (int) Math.min(recorded, micros.length);
+    if (n == 0) {
+      return 0;
+    }
+    long[] s = Arrays.copyOf(micros, n);
+    Arrays.sort(s);
+    return s[Math.min(n - 1, (int) Math.ceil(q * n) - 1)];
+  }
+
+  @Override
+  public String getEngineAddress() {
+    return engineAddress;
+  }
+
+  @Override
+  public String getBreakerState() {
+    return breaker.get();
+  }
+
+  @Override
+  public String getHandshakeState() {
+    return handshake.get();
+  }
+
+  @Override
+  public String getLastDecision() {
+    return lastDecision;
+  }
+
+  @Override
+  public String getLastFallback() {
+    return lastFallback;
+  }
+
+  @Override
+  public long getDecisions() {
+    return decisions.sum();
+  }
+
+  @Override
+  public long getEngineDecisions() {
+    return engineDecisions.sum();
+  }
+
+  @Override
+  public long getBuiltinDecisions() {
+    return builtinDecisions.sum();
+  }
+
+  @Override
+  public long getFallbacksTimeout() {
+    return fallbacks(Fallback.TIMEOUT);
+  }
+
+  @Override
+  public long getFallbacksUnavailable() {
+    return fallbacks(Fallback.UNAVAILABLE);
+  }
+
+  @Override
+  public long getFallbacksError() {
+    return fallbacks(Fallback.ERROR);
+  }
+
+  @Override
+  public long getFallbacksInvalidAnswer() {
+    return fallbacks(Fallback.INVALID_ANSWER);
+  }
+
+  @Override
+  public long getFallbacksBlacklisted() {
+    return fallbacks(Fallback.BLACKLISTED);
+  }
+
+  @Override
+  public long getFallbacksBreakerOpen() {
+    return fallbacks(Fallback.BREAKER_OPEN);
+  }
+
+  @Override
+  public long getFallbacksVersionMismatch() {
+    return fallbacks(Fallback.VERSION_MISMATCH);
+  }
+
+  @Override
+  public long getFallbacksMalformedTags() {
+    return fallbacks(Fallback.MALFORMED_TAGS);
+  }
+
+  @Override
+  public long getFallbacksPaddingChosen() {
+    return fallbacks(Fallback.PADDING_CHOSEN);
+  }
+
+  @Override
+  public long getFallbacksDisabled() {
+    return fallbacks(Fallback.DISABLED);
+  }
+
+  @Override
+  public long getFallbacksTotal() {
+    long t = 0;
+    for (LongAdder a : fallbacks.values()) {
+      t += a.sum();
+    }
+    return t;
+  }
+
+  @Override
+  public long getDecisionMicrosP50() {
+    return percentile(0.50);
+  }
+
+  @Override
+  public long getDecisionMicrosP99() {
+    return percentile(0.99);
+  }
+
+  @Override
+  public long getDecisionMicrosMax() {
+    return percentile(1.0);
+  }
+}
