@@ -1,4 +1,4 @@
-"""Seed 001, Fig. 8 and 9 (and the paper's headline numbers): local-task rate and job execution time per
+"""CLQLMRS, Fig. 8 and 9 (and the paper's headline numbers): local-task rate and job execution time per
 application, WordCount, Sort, TeraSort and the Hive queries Aggregation and Join, for FIFO, Delay, ACL (C = 3) and
 CLQLMRS.
 

@@ -1,4 +1,4 @@
-"""Seed 001, Fig. 6: local-task rate vs HDFS block size (64, 128, 256 MB) for FIFO, Delay, ACL and CLQLMRS.
+"""CLQLMRS, Fig. 6: local-task rate vs HDFS block size (64, 128, 256 MB) for FIFO, Delay, ACL and CLQLMRS.
 
     .venv/bin/python benchmarks/clqlmrs_block_size.py [--eval-episodes 10] [--train-episodes 300]
 

@@ -1,4 +1,4 @@
-"""Seed 001, Fig. 5: cache locality vs cache size (2, 4, 6, 8 GB) for FIFO, ACL C = 2 and C = 5 and CLQLMRS.
+"""CLQLMRS, Fig. 5: cache locality vs cache size (2, 4, 6, 8 GB) for FIFO, ACL C = 2 and C = 5 and CLQLMRS.
 
     .venv/bin/python benchmarks/clqlmrs_cache_size.py [--eval-episodes 10] [--train-episodes 300]
 

@@ -1,4 +1,4 @@
-"""Shared parts of the CLQLMRS benchmarks (seed 001's Fig. 5-9 and Table 4 on the locality emulator).
+"""Shared parts of the CLQLMRS benchmarks (CLQLMRS's Fig. 5-9 and Table 4 on the locality emulator).
 
 Protocol, the paper's: CLQLMRS is trained on the environment it is then run in (per setting, `--train-episodes`
 episodes on training seeds 0..n-1 with the paper's SARSA settings, alpha 0.1, gamma 0.95, epsilon from 1), then

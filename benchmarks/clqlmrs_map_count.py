@@ -1,4 +1,4 @@
-"""Seed 001, Fig. 7 and Table 4: local-task rate and cache / data / rack locality vs number of maps (10-100).
+"""CLQLMRS, Fig. 7 and Table 4: local-task rate and cache / data / rack locality vs number of maps (10-100).
 
     .venv/bin/python benchmarks/clqlmrs_map_count.py [--eval-episodes 10] [--train-episodes 300] [--cache-gb 8]
 

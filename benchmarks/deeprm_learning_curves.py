@@ -1,5 +1,5 @@
 """DeepRM-PG learning curves side by side: greedy validation slowdown against REINFORCE iteration, with SJF's and
-Packer's slowdown on the same validation job sets as horizontal lines (seed 003's Fig. 3, several runs at once).
+Packer's slowdown on the same validation job sets as horizontal lines (DeepRM's Fig. 3, several runs at once).
 
 Reads the learning-curve.json that `emulator train --algo deeprm-pg` writes into every --out directory (or a copy of
 one, such as models/deeprm-pg-scratch.learning-curve.json), draws one PNG and writes the curves and a per-run

@@ -1,4 +1,4 @@
-"""DeepRM's load sweep (Mao et al., HotNets 2016, Fig. 4; seed 003, Fig. 4): mean job slowdown against cluster load.
+"""DeepRM's load sweep (Mao et al., HotNets 2016, Fig. 4; DeepRM, Fig. 4): mean job slowdown against cluster load.
 
 The learned DeepRM policy (`deeprm-pg`, the shipped model), the three baselines (SJF, Packer, DeepRM's random
 agent) and `sjf-holdback` (the hand-written rule the model's warm start imitates) play the same held-out job sets
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", type=Path, default=ROOT / "models" / "deeprm-pg.safetensors",
                    help="deeprm-pg model artifact (default: the shipped one)")
     p.add_argument("--loads", default="0.5,0.6,0.7,0.75,0.8,0.9",
-                   help="comma-separated offered loads (default 0.5-0.9 and 0.75, seed 003's 70-80 %%)")
+                   help="comma-separated offered loads (default 0.5-0.9 and 0.75, DeepRM's 70-80 %%)")
     p.add_argument("--episodes", type=int, default=100, help="held-out job sets per load (default 100)")
     p.add_argument("--seed", type=int, default=0, help="scenario seed of the first job set (default 0)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "deeprm",

@@ -1,4 +1,4 @@
-"""Tables 2-5 and Figs. 3 and 6 of DSRAP (seed 004; Zhang, Lesser & Shenoy 2008), beside the paper's numbers.
+"""Tables 2-5 and Figs. 3 and 6 of DSRAP (Zhang, Lesser & Shenoy 2008), beside the paper's numbers.
 
 Every approach (greedy, FDL, SDL, BDL, centralized) plays the same seeded episodes of `dsrap-light` and
 `dsrap-heavy` through the policy engine (in-process; `emulator compare --remote spawn` gives the same numbers over

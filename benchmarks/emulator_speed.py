@@ -1,5 +1,5 @@
-"""Speed of the multi-cluster emulator: routing decisions/s and simulated steps/s for SF-E (seed 000,
-multicluster-uniform) and MAF (seed 002, hetero-elastic-uniform), in-process and over gRPC.
+"""Speed of the multi-cluster emulator: routing decisions/s and simulated steps/s for SF-E (RL-FC,
+multicluster-uniform) and MAF (RL-LSFC, hetero-elastic-uniform), in-process and over gRPC.
 
 Every decision is a full `driver.route(RouteObservation)` through the Engine (validation included) and every
 outcome a `driver.report`, exactly as `emulator run` plays an episode; remote mode talks to a real

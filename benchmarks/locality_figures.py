@@ -1,4 +1,4 @@
-"""Seed 001's figures 5-7 and seed 003's comparison on the emulator, plus emulator speed.
+"""CLQLMRS's figures 5-7 and DeepRM's comparison on the emulator, plus emulator speed.
 
     .venv/bin/python benchmarks/locality_figures.py [--episodes N] [--remote]
 

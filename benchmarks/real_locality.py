@@ -6,7 +6,7 @@ MiniYARNCluster + MapReduce with RlScheduler as the ResourceManager's scheduler)
 policy after another on the address the scheduler was given. Every policy runs the same HiBench-shaped jobs on the
 same data: input generated once per workload and size (RandomTextWriter for WordCount and Sort, TeraGen for
 TeraSort; `--maps` files of one block each), half of its files (those MapReduce schedules first) cached with an HDFS
-cache directive (replication 1, as in seed 001), then `--jobs` concurrent jobs `--interarrival-s` apart per run, `--runs` runs (policy order rotated
+cache directive (replication 1, as in CLQLMRS), then `--jobs` concurrent jobs `--interarrival-s` apart per run, `--runs` runs (policy order rotated
 from run to run).
 
 Per policy: local-task rate (DATA_LOCAL_MAPS / launched maps, MapReduce's counters), cache locality (maps that read
@@ -575,7 +575,7 @@ def prepare(lab, workload: str, size: str, maps: int, cached_share: float, repli
         log(f"note: {per_file / MB:.1f} MB files do not fit a DataNode's {cache_limit_bytes // MB} MB cache: "
             f"nothing cached")
         cached_share = 0.0
-    # seed 001's "part of the input cached": the share of the files MapReduce schedules first. Its ApplicationMaster
+    # CLQLMRS's "part of the input cached": the share of the files MapReduce schedules first. Its ApplicationMaster
     # does not prefer cached blocks (it runs the first pending map, in task order, with a replica on the container's
     # node), so with the cache on later maps' blocks a container sent to a caching node mostly runs an earlier map
     # from disk, whatever the scheduler does.

@@ -1,4 +1,4 @@
-"""Table II and Fig. 5 of seed 000 (RL-FC vs SF-E), reproduced with the shipped models; optionally Fig. 4d.
+"""Table II and Fig. 5 of RL-FC (RL-FC vs SF-E), reproduced with the shipped models; optionally Fig. 4d.
 
 For each arrival pattern (Bernoulli, Uniform, Beta) the trained RL-FC model and the SF-E baseline play the same
 50 test episodes of 500 jobs (episode i uses workload seed `--seed + i` for both; training never used these seeds).

@@ -1,4 +1,4 @@
-"""The DeepRM setting (Mao et al., HotNets 2016; seed 003) as one emulated YARN node.
+"""The DeepRM setting (Mao et al., HotNets 2016; DeepRM) as one emulated YARN node.
 
 One cluster with 2 resources of `res_slot` units each; time in steps. At each step a job arrives with
 probability `job_rate` (set from the target `load`): 80 % are small (1-3 steps), 20 % large (10-15 steps); one
@@ -44,7 +44,7 @@ from policy_engine.types import (
 @dataclass(frozen=True)
 class DeepRMConfig:
     spec: ImageSpec = ImageSpec()
-    load: float = 0.75              # offered load per resource (seed 003: 70-80 %); sets job_rate
+    load: float = 0.75              # offered load per resource (DeepRM: 70-80 %); sets job_rate
     job_rate: float | None = None   # arrival probability per step; overrides load when given
     simu_len: int = 50              # steps with arrivals per episode (DeepRM's jobset length)
     small_prob: float = 0.8

@@ -85,7 +85,7 @@ def format_table(result: dict[str, Any]) -> str:
     def cell(v) -> str:
         if isinstance(v, dict) and "mean" in v:
             return f"{v['mean']:.3f} ± {v['std']:.3f}"
-        if isinstance(v, dict):  # counts such as seed 002's F/S/N: "46/4/0"
+        if isinstance(v, dict):  # counts such as RL-LSFC's F/S/N: "46/4/0"
             return "/".join(str(x) for x in v.values())
         if isinstance(v, float):
             return str(int(v)) if v.is_integer() and abs(v) < 1e9 else f"{v:.3f}"  # scores out of 100: "98"

@@ -578,7 +578,7 @@ def _int_array(values, where: str) -> np.ndarray:
 
 MAX_MANAGER_NODES = 100_000
 MAX_MANAGER_TASKS = 100_000
-DSRAP_TASK_TYPES = 4   # seed 004's ordinary, IO-intense, compute-intense, demanding
+DSRAP_TASK_TYPES = 4   # DSRAP's ordinary, IO-intense, compute-intense, demanding
 
 
 def decode_manager(m: pb.ManagerView) -> ManagerView:

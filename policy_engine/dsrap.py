@@ -1,4 +1,4 @@
-"""DSRAP (seed 004): the two decisions of a cluster manager, their tables, and the FAL/PGA learner.
+"""DSRAP: the two decisions of a cluster manager, their tables, and the FAL/PGA learner.
 
 A manager's step (the paper's Algorithm 3) is one Route call whose RouteObservation.manager is its local view:
   * first decision (Algorithm 4), which tasks to allocate locally: best-first (tasks by decreasing utility rate,

@@ -1,4 +1,4 @@
-"""What the rule-based routing baselines read from a RouteObservation (seeds 000 and 002).
+"""What the rule-based routing baselines read from a RouteObservation (RL-FC and RL-LSFC).
 
 Kept apart from the policies so that learned policies (baseline-guided exploration) and tests use the same rules.
 Everything here is a pure function of the observation.
@@ -44,7 +44,7 @@ def mean_occupations(obs: RouteObservation, window: int = WINDOW) -> list[float]
 
 
 def mean_request(job: RouteJob) -> float:
-    """Seed 000's "computing capacity requirement": the expected executor count of one execution (the mean of the
+    """RL-FC's "computing capacity requirement": the expected executor count of one execution (the mean of the
     10 equally likely counts)."""
     d = job.request_distribution
     n = d.size
@@ -63,7 +63,7 @@ def most_likely(distribution: np.ndarray) -> int:
 
 
 def most_likely_per_cluster(job: RouteJob, obs: RouteObservation) -> list[int]:
-    """Seed 002's ER_i for each cluster of the observation, from the job's per-cluster demand when it has one."""
+    """RL-LSFC's ER_i for each cluster of the observation, from the job's per-cluster demand when it has one."""
     if len(job.per_cluster) == len(obs.clusters) and all(
             d.cluster_id == c.cluster_id for d, c in zip(job.per_cluster, obs.clusters)):
         return [most_likely(d.request_distribution) for d in job.per_cluster]   # the usual case: same order
@@ -72,7 +72,7 @@ def most_likely_per_cluster(job: RouteJob, obs: RouteObservation) -> list[int]:
 
 
 def worker_request(job: RouteJob, obs: RouteObservation) -> float:
-    """Seed 002's job worker request: the average over clusters of the most likely executor count."""
+    """RL-LSFC's job worker request: the average over clusters of the most likely executor count."""
     per = most_likely_per_cluster(job, obs)
     return sum(per) / len(per)
 

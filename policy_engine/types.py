@@ -302,7 +302,7 @@ class RouteObservation:
     time: float = 0.0
     request_id: str = ""
     sequence: RouteSequence | None = None  # the request's turn in its caller's stream, when the caller numbers them
-    manager: ManagerView | None = None  # DSRAP (seed 004): one cluster manager's step instead of a job buffer
+    manager: ManagerView | None = None  # DSRAP: one cluster manager's step instead of a job buffer
     # The clusters' occupation histories as the rows of one (clusters x steps) array, when the producer keeps them so
     # (the multi-cluster emulator): row i is clusters[i].occupation_history. Lets a policy average every cluster in
     # one numpy call (routing.mean_occupations); never sent over the wire. Whoever changes `clusters` drops it.
@@ -313,7 +313,7 @@ class RouteObservation:
 class RouteDecision:
     job_index: int
     cluster_id: int
-    # DSRAP (seed 004), one entry per task of RouteObservation.manager: the node index it is allocated to in the
+    # DSRAP, one entry per task of RouteObservation.manager: the node index it is allocated to in the
     # manager's own cluster (-1: not allocated), and the neighbour cluster it is forwarded to (-1: kept).
     task_node: np.ndarray | None = None
     task_next: np.ndarray | None = None
@@ -322,12 +322,12 @@ class RouteDecision:
     trace: object = None
 
 
-# ---------------------------------------------------------------- DSRAP (seed 004)
+# ---------------------------------------------------------------- DSRAP
 
 
 @dataclass(slots=True)
 class ManagerView:
-    """One cluster manager's local view at one step (DSRAP, seed 004): its nodes, its neighbours and the tasks it
+    """One cluster manager's local view at one step (DSRAP): its nodes, its neighbours and the tasks it
     holds. Arrays are numpy, one entry per node / neighbour / task."""
 
     cluster_id: int

@@ -1,6 +1,6 @@
 """`policy-engine serve --policy clqlmrs` learning online from the emulator's remote mode (real gRPC, real process).
 
-One ten-map Sort job per episode on seed 001's 6-node, 2-rack cluster: FIFO launches most maps on whichever node
+One ten-map Sort job per episode on CLQLMRS's 6-node, 2-rack cluster: FIFO launches most maps on whichever node
 heartbeats first, so only ~60 % of them read local data. The served policy starts from an empty Q-table (which places like
 FIFO), learns from the ContainerStarted / JobFinished reports the emulator sends, and must end up launching
 (nearly) every map local: its table changes, is persisted atomically, survives SIGKILL and is reloaded on restart.

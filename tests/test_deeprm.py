@@ -1,4 +1,4 @@
-"""The DeepRM setting: job distribution, the image, the baselines, and seed 003's ordering."""
+"""The DeepRM setting: job distribution, the image, the baselines, and DeepRM's ordering."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""DeepRM-PG (seed 003): the rendered state, the time-dependent baseline, the served policy (in-process == gRPC,
+"""DeepRM-PG: the rendered state, the time-dependent baseline, the served policy (in-process == gRPC,
 refusing foreign or damaged models), and `emulator train --algo deeprm-pg` end to end (it learns, resume is
 bit-identical)."""
 

@@ -1,4 +1,4 @@
-"""DSRAP (seed 004): simulator accounting, the approaches' decisions on hand-built states, the PettingZoo API test,
+"""DSRAP: simulator accounting, the approaches' decisions on hand-built states, the PettingZoo API test,
 and identical runs in-process and over gRPC."""
 
 import json

@@ -1,4 +1,4 @@
-"""The locality emulator: HDFS placement and cache, the AM's asks, whole episodes, ACL, and seed 001's trends."""
+"""The locality emulator: HDFS placement and cache, the AM's asks, whole episodes, ACL, and CLQLMRS's trends."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The routing baselines of seeds 000 and 002 on hand-made observations."""
+"""The routing baselines of RL-FC and RL-LSFC on hand-made observations."""
 
 from collections import Counter
 
@@ -79,7 +79,7 @@ def test_random_is_a_function_of_the_request_id_and_uniform():
     assert max(picks.values()) / min(picks.values()) < 1.5   # about uniform (333 each)
 
 
-# ---------------------------------------------------------------- seed 002
+# ---------------------------------------------------------------- RL-LSFC
 
 
 def test_most_likely_and_worker_request():

@@ -1,4 +1,4 @@
-"""Arrival patterns (seed 000 Sec. V-A) and job profiles of the generated workloads."""
+"""Arrival patterns (RL-FC Sec. V-A) and job profiles of the generated workloads."""
 
 import numpy as np
 import pytest
@@ -76,7 +76,7 @@ def test_job_profiles_follow_the_categories():
     st = cat == int(JobCategory.STREAMING)
     assert np.all(w.duration[st] == w.executions[st] * w.period[st])
     assert np.all(np.diff(w.base_distribution[st], axis=1) >= 0)     # base slots, then peaks
-    np.testing.assert_array_equal(w.run, np.repeat(w.standard_runtime[:, None], 5, axis=1))  # seed 000: identical
+    np.testing.assert_array_equal(w.run, np.repeat(w.standard_runtime[:, None], 5, axis=1))  # RL-FC: identical
 
 
 def test_heterogeneous_runtime_scales_within_the_sensitivity_range():

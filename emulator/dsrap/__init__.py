@@ -1,1 +1,1 @@
-"""DSRAP (seed 004): decentralized resource sharing across a network of shared clusters."""
+"""DSRAP: decentralized resource sharing across a network of shared clusters."""

@@ -1,4 +1,4 @@
-"""DSRAP (seed 004, Zhang, Lesser & Shenoy 2008): the network of 16 shared clusters and its workload.
+"""DSRAP (Zhang, Lesser & Shenoy 2008): the network of 16 shared clusters and its workload.
 
 Given by the paper (Sec. 5.1), used as given:
   * 16 clusters, 4 of them (5, 6, 9, 10) receive tasks from outside; cluster 1 has 8 nodes, cluster 4 has 21;

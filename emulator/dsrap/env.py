@@ -1,4 +1,4 @@
-"""`yarnrl/dsrap_v0`: a PettingZoo ParallelEnv over the DSRAP simulator (seed 004), one agent per cluster manager.
+"""`yarnrl/dsrap_v0`: a PettingZoo ParallelEnv over the DSRAP simulator (DSRAP), one agent per cluster manager.
 
     from emulator.dsrap.env import parallel_env
     env = parallel_env(load="heavy", steps=2000)

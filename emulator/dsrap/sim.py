@@ -1,4 +1,4 @@
-"""The DSRAP simulator (seed 004): cluster managers allocate and forward tasks, one step at a time.
+"""The DSRAP simulator (DSRAP): cluster managers allocate and forward tasks, one step at a time.
 
 Each step, in this order:
   1. tasks whose service time is over finish and free their node's CPU and network;

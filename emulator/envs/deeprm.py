@@ -1,4 +1,4 @@
-"""`yarnrl/DeepRM-v0`: DeepRM's environment (Mao et al. 2016; seed 003) over emulator.deeprm.DeepRMSimulation.
+"""`yarnrl/DeepRM-v0`: DeepRM's environment (Mao et al. 2016; DeepRM) over emulator.deeprm.DeepRMSimulation.
 
 The same simulator runs the `deeprm` scenario through the Schedule path. Observation: DeepRM's image,
 Box(0, 1, (time_horizon, width), float32) (policy_engine.features.deeprm.image: cluster occupancy per resource

@@ -1,4 +1,4 @@
-"""`yarnrl/Locality-v0`: place containers on node heartbeats of the emulated MapReduce cluster (seed 001).
+"""`yarnrl/Locality-v0`: place containers on node heartbeats of the emulated MapReduce cluster (CLQLMRS).
 
 The environment steps emulator.yarn.cluster.YarnSimulation, the simulator behind the `locality-*` scenarios.
 Each step is one container on the node whose heartbeat is being served: the agent picks which job's ask gets it,
@@ -10,7 +10,7 @@ policy_engine.features.locality.candidate_features (the best CLQLMRS state CL/DL
 node, cache-local and node-local shares, cached input fraction, missed opportunities, ...); rows beyond the asks
 are zero. Action: Discrete(max_candidates + 1): ask i, or max_candidates = let the node go. An action naming no
 ask, or one that does not fit, lets the node go too.
-Reward: seed 001's Table 2 weight of the state the started map task reads its block in (CL +1, DL +0.5,
+Reward: CLQLMRS's Table 2 weight of the state the started map task reads its block in (CL +1, DL +0.5,
 CRL -0.25, DRL -0.5, NO -1) divided by the episode's number of map tasks (all stages), so a return is in [-1, 1]; 0 for
 reduces and for letting the node go. Missed scheduling opportunities are counted as the engine counts them.
 info["metrics"] on the last step: the scenario's metrics (local-task rate, job time, ...).

@@ -1,4 +1,4 @@
-"""`yarnrl/MultiCluster-v0` (seed 000, RL-FC, scenario multicluster-uniform) and `yarnrl/HeteroElastic-v0` (seed
+"""`yarnrl/MultiCluster-v0` (RL-FC, scenario multicluster-uniform) and `yarnrl/HeteroElastic-v0` (seed
 002, RL-LSFC, scenario hetero-elastic-uniform): gymnasium environments over the multi-cluster scenarios.
 
     import gymnasium as gym, emulator.envs
@@ -9,7 +9,7 @@ The environment is the global resource manager's seat: it steps the scenario's o
 
 Observation: Box of shape (max_jobs * D,), float32, in [0, 1e6]: `max_jobs` rows of D flattened (reshape to
 (max_jobs, D) to get them back). Row j is the paper's state vector of the j-th job in the global buffer (arrival
-order): RL-FC's 529 values for seed 000, RL-LSFC's 839 for seed 002 (policy_engine.features.multicluster).
+order): RL-FC's 529 values for RL-FC, RL-LSFC's 839 for RL-LSFC (policy_engine.features.multicluster).
 Rows past the buffer are zero; jobs past `max_jobs` wait unseen. Every value is a non-negative quantity scaled to
 about [0, 1] (missed-deadline counts can grow past 1, hence the loose upper bound).
 
@@ -18,8 +18,8 @@ buffered jobs times their per-job action values). `action_masks()` marks the act
 unmasked action naming an empty slot routes the job in slot (a // C) mod len(buffer) instead of failing.
 
 Reward: the paper's episode objective spread over steps, so an episode's return is exactly
-  seed 000: -(0.02 * TMDL + AJDR)                (the denominator of Eval_app, Eq. 9),
-  seed 002: S = -TMDL + 50 * (100 - AJER)        (the argument of S_log),
+  RL-FC: -(0.02 * TMDL + AJDR)                (the denominator of Eval_app, Eq. 9),
+  RL-LSFC: S = -TMDL + 50 * (100 - AJER)        (the argument of S_log),
 times `reward_scale`. A step earns it for the deadlines missed and the jobs finished until the next decision.
 
 Episodes: reset(seed=K) draws the episode's workload seed from the environment's RNG; reset(options={"episode": n})

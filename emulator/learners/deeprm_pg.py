@@ -1,7 +1,7 @@
-"""DeepRM learner (Mao et al., HotNets 2016; seed 003): REINFORCE with a time-dependent baseline.
+"""DeepRM learner (Mao et al., HotNets 2016; DeepRM): REINFORCE with a time-dependent baseline.
 
 Each iteration draws `jobsets` fresh job sets (arrival sequences) of the `deeprm` scenario and plays each of them
-`rollouts` times (20 Monte-Carlo rollouts, section III of seed 003) with the current stochastic policy. A rollout
+`rollouts` times (20 Monte-Carlo rollouts, section III of DeepRM) with the current stochastic policy. A rollout
 is the scenario's episode exactly: at every time step the policy is asked while a slot job fits, picks one of DeepRM's
 M + 1 actions (start slot i's job, or the void action that ends the step), and time moves on with the reward
 -Σ 1/T_j over the jobs in the system, so an episode's return is minus its jobs' total slowdown. Every decision's
@@ -67,13 +67,13 @@ RESUMABLE = ("iterations", "eval_every", "checkpoint_every", "threads", "workers
 
 @dataclass
 class DeepRMPgConfig:
-    # Policy network (seed 003: one hidden layer of 20 neurons); ReLU hidden layers, M + 1 outputs.
+    # Policy network (DeepRM: one hidden layer of 20 neurons); ReLU hidden layers, M + 1 outputs.
     hidden: tuple[int, ...] = (20,)
     iterations: int = 1000
     jobsets: int = 10          # job sets per iteration ("several")
-    rollouts: int = 20         # Monte-Carlo rollouts per job set (seed 003 and DeepRM: 20)
-    lr: float = 1e-3           # Adam (seed 003)
-    optimizer: str = "adam"    # "adam" (seed 003) or "rmsprop" (the DeepRM paper's, rho 0.9)
+    rollouts: int = 20         # Monte-Carlo rollouts per job set (DeepRM and DeepRM: 20)
+    lr: float = 1e-3           # Adam (DeepRM)
+    optimizer: str = "adam"    # "adam" (DeepRM) or "rmsprop" (the DeepRM paper's, rho 0.9)
     # Advantages divided by their standard deviation over the iteration's decisions (after the baseline), so the
     # step size does not follow the scale of the returns (which grows with load and episode length).
     normalize_advantages: bool = False
@@ -648,7 +648,7 @@ class DeepRMPgTrainer:
 
 
 def plot_learning_curve(data: dict[str, Any], path: Path) -> None:
-    """Seed 003's Fig. 3: mean slowdown and mean reward (± std) per iteration; validation vs SJF and Packer."""
+    """DeepRM's Fig. 3: mean slowdown and mean reward (± std) per iteration; validation vs SJF and Packer."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -1,4 +1,4 @@
-"""RL-FC learner (seed 000, Liu et al., sections IV-V): Monte-Carlo action values, replay buffer, improved ε-greedy.
+"""RL-FC learner (RL-FC, Liu et al., sections IV-V): Monte-Carlo action values, replay buffer, improved ε-greedy.
 
 One episode of the scenario is played through an in-process driver. The behaviour policy below scores every
 buffered job with the value network (each job's 529-dimension state gives one value per cluster) and picks, per
@@ -346,7 +346,7 @@ def network_tensors(net) -> dict[str, np.ndarray]:
 def _mean_metrics(episodes: list[dict[str, float]]) -> dict[str, float]:
     tmdl = float(np.mean([e["tmdl"] for e in episodes]))
     if "ajdr" not in episodes[0]:
-        # A seed-002 scenario (RL-FC as the comparator of RL-LSFC's Table 6): it reports AJER and S_log, and
+        # A RL-LSFC scenario (RL-FC as the comparator of RL-LSFC's Table 6): it reports AJER and S_log, and
         # S_log (higher is better) takes Eval_app's place in model selection and the curve.
         ajer = float(np.mean([e["ajer"] for e in episodes]))
         score = s_log(tmdl, ajer)

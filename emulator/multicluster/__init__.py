@@ -1,1 +1,1 @@
-"""The multi-cluster family (seeds 000 RL-FC and 002 RL-LSFC): workload, simulator and metrics."""
+"""The multi-cluster family (RL-FC and RL-LSFC): workload, simulator and metrics."""

@@ -1,7 +1,7 @@
 """The multi-cluster papers' metrics, exactly as defined.
 
-Seed 000 (RL-FC), Sec. V-C: TMDL, AJDR (Eq. 8), Eval_app (Eq. 9) and the pairwise Score-A..D against a baseline.
-Seed 002 (RL-LSFC), Sec. 5: TMDL, AJER, S_log and the F/S/N dominance counts against a baseline.
+RL-FC, Sec. V-C: TMDL, AJDR (Eq. 8), Eval_app (Eq. 9) and the pairwise Score-A..D against a baseline.
+RL-LSFC, Sec. 5: TMDL, AJER, S_log and the F/S/N dominance counts against a baseline.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ class MultiClusterScenario(Scenario):
 
 
 class RLFCScenario(MultiClusterScenario):
-    """Seed 000 (RL-FC): TMDL, AJDR (Eq. 8), Eval_app (Eq. 9); Score-A..D and ratios against a baseline."""
+    """RL-FC: TMDL, AJDR (Eq. 8), Eval_app (Eq. 9); Score-A..D and ratios against a baseline."""
 
     metrics: ClassVar[tuple[str, ...]] = ("tmdl", "ajdr", "eval_app")
     default_policies: ClassVar[tuple[str, ...]] = ("random", "sf-p", "lf-p", "sf-e", "lf-e")
@@ -122,7 +122,7 @@ class RLFCScenario(MultiClusterScenario):
 
 
 class RLLSFCScenario(MultiClusterScenario):
-    """Seed 002 (RL-LSFC): TMDL, AJER, S_log; F/S/N and the TMDL ratio against a baseline."""
+    """RL-LSFC: TMDL, AJER, S_log; F/S/N and the TMDL ratio against a baseline."""
 
     metrics: ClassVar[tuple[str, ...]] = ("tmdl", "ajer", "s_log")
     default_policies: ClassVar[tuple[str, ...]] = ("ran", "rr", "maf")

@@ -1,4 +1,4 @@
-"""Discrete-time multi-cluster simulator shared by the seed 000 and seed 002 scenarios and the gymnasium envs.
+"""Discrete-time multi-cluster simulator shared by the RL-FC and RL-LSFC scenarios and the gymnasium envs.
 
 Time advances in integer steps. Jobs arrive in a global buffer; while the buffer is non-empty the global manager
 routes one job per step (`step(decision)`); a routed job's executions queue at its cluster, whose local scheduler
@@ -43,8 +43,8 @@ from policy_engine.types import (
     RouteSequence,
 )
 
-FIFO = "fifo"                  # seed 000: strict arrival order, the head of the queue blocks the rest
-HALTED_FIRST = "halted-first"  # seed 002: halted requests first, then this step's, each started if it fits
+FIFO = "fifo"                  # RL-FC: strict arrival order, the head of the queue blocks the rest
+HALTED_FIRST = "halted-first"  # RL-LSFC: halted requests first, then this step's, each started if it fits
 
 MAX_STEPS = 50_000_000         # an episode that has not finished by then is a bug, not a long episode
 
@@ -78,7 +78,7 @@ def _job_ids(n: int) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Federation:
-    """The clusters: executors, heterogeneity factors and elasticity (seed 002's controller)."""
+    """The clusters: executors, heterogeneity factors and elasticity (RL-LSFC's controller)."""
 
     capacities: tuple[int, ...]
     hetero_factors: tuple[float, ...] | None = None
@@ -108,8 +108,8 @@ class Federation:
 @dataclass
 class EpisodeResult:
     tmdl: int
-    ratio_delay: list[list[float]]     # per job, AR / OR per execution (seed 000's AJDR)
-    ratio_standard: list[list[float]]  # per job, AR / SR per execution (seed 002's AJER)
+    ratio_delay: list[list[float]]     # per job, AR / OR per execution (RL-FC's AJDR)
+    ratio_standard: list[list[float]]  # per job, AR / SR per execution (RL-LSFC's AJER)
     missed_per_job: np.ndarray
     cluster_of_job: np.ndarray
     steps: int
@@ -586,7 +586,7 @@ class MultiClusterSim:
                                        mean_delay, self._job_missed[job], True, timestamp_ms=t))
 
     def _elasticity(self, t: int) -> None:
-        """Seed 002's controller, once per window: +increment (up to max) if the occupation ratio reached the
+        """RL-LSFC's controller, once per window: +increment (up to max) if the occupation ratio reached the
         threshold at any step of the past window, else give back one increment. Executors given back while busy
         leave as their executions finish (no preemption): new starts wait until busy < capacity."""
         fed = self.federation

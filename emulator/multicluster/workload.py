@@ -17,7 +17,7 @@ from policy_engine.types import JobCategory
 SLOTS = 10  # both papers: a request distribution is 10 equally likely executor counts
 
 
-# ---------------------------------------------------------------- arrival patterns (seed 000, Sec. V-A)
+# ---------------------------------------------------------------- arrival patterns (RL-FC, Sec. V-A)
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class JobProfile:
     period_factor: tuple[float, float] = (1.5, 3.0)   # batch period = runtime * factor
     # deadline of one execution = ceil(optimal runtime * (1 + slack))
     deadline_slack: tuple[float, float] = (0.1, 0.5)
-    # seed 002 only (hetero=True): expected hetero factor, sensitivity sen with R = [h - sen*zeta, h + sen*zeta]
+    # RL-LSFC only (hetero=True): expected hetero factor, sensitivity sen with R = [h - sen*zeta, h + sen*zeta]
     expected_hetero: tuple[float, float] = (60.0, 90.0)
     sensitivity: tuple[int, int] = (1, 5)
     zeta: float = 10.0
@@ -148,10 +148,10 @@ class Workload:
     executions: np.ndarray      # 1, or the number of streaming batches
     period: np.ndarray          # steps between streaming batch releases (0 for single executions)
     duration: np.ndarray        # overall duration: runtime, or executions * period for streaming jobs
-    standard_runtime: np.ndarray  # SR: one execution at the job's expected hetero factor (seed 000: the runtime)
+    standard_runtime: np.ndarray  # SR: one execution at the job's expected hetero factor (RL-FC: the runtime)
     deadline: np.ndarray        # end-to-end deadline of one execution, 0 = none
-    expected_hetero: np.ndarray   # seed 002
-    sensitivity: np.ndarray       # seed 002
+    expected_hetero: np.ndarray   # RL-LSFC
+    sensitivity: np.ndarray       # RL-LSFC
     base_distribution: np.ndarray  # (N, 10) executor counts before per-cluster differences
     distribution: np.ndarray    # (N, C, 10) executor counts requested on each cluster
     run: np.ndarray             # (N, C) actual steps of one execution on each cluster
@@ -166,8 +166,8 @@ class Workload:
 
 def generate(n_jobs: int, pattern: ArrivalPattern, profile: JobProfile, n_clusters: int, seed: int,
              hetero_factors: np.ndarray | None = None) -> Workload:
-    """Draw one episode's workload. With `hetero_factors` (seed 002) runtimes, requests and deadlines become
-    cluster-specific; without, every cluster sees the same job (seed 000)."""
+    """Draw one episode's workload. With `hetero_factors` (RL-LSFC) runtimes, requests and deadlines become
+    cluster-specific; without, every cluster sees the same job (RL-FC)."""
     if n_jobs < 1:
         raise ValueError(f"an episode needs at least one job, not {n_jobs}")
     rng = np.random.default_rng(seed)

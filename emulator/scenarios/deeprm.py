@@ -1,14 +1,14 @@
-"""Seed 003's setting: DeepRM's single cluster with two resources, job slots, a backlog and slowdown.
+"""DeepRM's setting: DeepRM's single cluster with two resources, job slots, a backlog and slowdown.
 
 One Schedule call per time step (when a waiting job fits): the node is the cluster, every waiting job is a
 single-container ask (slot number in JobMetadata.tags["slot"], length in expected_runtime_ms), and the policy's
 assignments are the jobs started now. Parameters (`--param KEY=VALUE`):
 
-  load       offered load per resource, (0, 0.92] (seed 003 reports 70-80 %)          default 0.75
+  load       offered load per resource, (0, 0.92] (DeepRM reports 70-80 %)          default 0.75
   job_rate   arrival probability per step, instead of load                             default none
   simu_len   steps with arrivals per episode                                           default 50
   res_slot   units per resource; jobs ask 5-10 units of the dominant one, 1-2 of the other
-             (20: seed 003's 0.25-0.5 r; 10: DeepRM's reference code)                  default 20
+             (20: DeepRM's 0.25-0.5 r; 10: DeepRM's reference code)                  default 20
   num_slots  M, the visible job slots (DeepRM's reference code: 5)                      default 10
   nodes      machines of res_slot units each, arrivals scaled to the same load per node  default 1
   heartbeats deeprm: one observation per step, already DeepRM's view (slot tags)         default deeprm
@@ -79,5 +79,5 @@ class DeepRMScenario(Scenario):
         return d
 
 
-register_scenario("deeprm", "seed 003: DeepRM's cluster (2 resources, 10 job slots, backlog 60), job slowdown; "
+register_scenario("deeprm", "DeepRM: DeepRM's cluster (2 resources, 10 job slots, backlog 60), job slowdown; "
                   "param load (0.7-0.8 in the paper)", DeepRMScenario)

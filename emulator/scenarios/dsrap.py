@@ -1,4 +1,4 @@
-"""Seed 004 (DSRAP, Zhang, Lesser & Shenoy 2008): 16 shared clusters, 4 entry clusters, four task types; heavy
+"""DSRAP (DSRAP, Zhang, Lesser & Shenoy 2008): 16 shared clusters, 4 entry clusters, four task types; heavy
 and light load. Parameters and the values the paper leaves open: emulator/dsrap/config.py."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def _factory(load: str):
     return make
 
 
-register_scenario("dsrap-heavy", "seed 004 DSRAP: 16 clusters, heavy load; utility rate, CPU / network "
+register_scenario("dsrap-heavy", "DSRAP: 16 clusters, heavy load; utility rate, CPU / network "
                   "utilization, hops, abandoned tasks", _factory("heavy"))
-register_scenario("dsrap-light", "seed 004 DSRAP: 16 clusters, light load (half the heavy rates); utility rate, "
+register_scenario("dsrap-light", "DSRAP: 16 clusters, light load (half the heavy rates); utility rate, "
                   "CPU / network utilization, hops, abandoned tasks", _factory("light"))

@@ -1,10 +1,10 @@
-"""Seed 002 (RL-LSFC, Liu, Wang, Quan 2020): heterogeneous, elastic clusters for time-critical hybrid workloads.
+"""RL-LSFC (RL-LSFC, Liu, Wang, Quan 2020): heterogeneous, elastic clusters for time-critical hybrid workloads.
 
 From the paper (Sec. 3-5), as given:
   * clusters of [800, 1200, 1500, 1800, 2300] executors with heterogeneity factors [70, 60, 100, 80, 90];
     clusters 3 and 5 elastic: +100 executors when the occupation ratio reached 95 % at any step of the past 100
     steps, at most +200 in effect, given back in stages of 100 when it did not;
-  * jobs of the three categories of seed 000; each has an expected hetero factor h and a sensitivity sen in
+  * jobs of the three categories of RL-FC; each has an expected hetero factor h and a sensitivity sen in
     {1..5}: on a cluster of factor eta its run time is SR * h / eta with eta clipped to [h - 10 sen, h + 10 sen]
     (zeta = 10); deadlines, request distributions and standard run times are per cluster;
   * local scheduler: halted requests first, then this step's, each in job arrival order, a request starting only
@@ -13,7 +13,7 @@ From the paper (Sec. 3-5), as given:
     1000 jobs per episode; metrics TMDL, AJER, S_log, F/S/N against MAF.
 
 What the paper leaves open, and what we chose (time unit = one step):
-  * the job shapes of seed 000's scenarios (emulator/scenarios/multicluster.py), with U{50..400} executors for
+  * the job shapes of RL-FC's scenarios (emulator/scenarios/multicluster.py), with U{50..400} executors for
     single executions and U{5..20} batches per streaming job (1000 jobs at b = 33 then load the federation to the
     paper's "near its maximum" without saturating it);
   * h ~ U[55, 85]: most jobs run faster than standard on the strong clusters (100, 90, 80) and slower on the weak
@@ -30,7 +30,7 @@ What the paper leaves open, and what we chose (time unit = one step):
   Beta arrivals (paper: 243 / 91.8, 296 / 92.4); RAN and RR are far behind (TMDL 830-860, AJER 102-107).
 
 Parameters (`--param KEY=VALUE`): b (33; the Uniform variant's upper interval), jobs (1000), and the pattern's
-own (rho, a, alpha, beta, m, jobs_mu, jobs_sigma). The Bernoulli and Beta variants use seed 000's patterns, as
+own (rho, a, alpha, beta, m, jobs_mu, jobs_sigma). The Bernoulli and Beta variants use RL-FC's patterns, as
 the paper's Table 5 does.
 """
 
@@ -88,9 +88,9 @@ def _factory(pattern_name: str):
     return make
 
 
-register_scenario("hetero-elastic-uniform", "seed 002 RL-LSFC: 5 heterogeneous clusters (2 elastic), Uniform "
+register_scenario("hetero-elastic-uniform", "RL-LSFC: 5 heterogeneous clusters (2 elastic), Uniform "
                   "arrivals a=1, b=33 (--param b=36|40); TMDL, AJER, S_log, F/S/N", _factory("uniform"))
-register_scenario("hetero-elastic-bernoulli", "seed 002 RL-LSFC: heterogeneous elastic clusters, Bernoulli "
+register_scenario("hetero-elastic-bernoulli", "RL-LSFC: heterogeneous elastic clusters, Bernoulli "
                   "arrivals (rho=0.08); TMDL, AJER, S_log, F/S/N", _factory("bernoulli"))
-register_scenario("hetero-elastic-beta", "seed 002 RL-LSFC: heterogeneous elastic clusters, Beta arrivals "
+register_scenario("hetero-elastic-beta", "RL-LSFC: heterogeneous elastic clusters, Beta arrivals "
                   "(4, 2, M=30); TMDL, AJER, S_log, F/S/N", _factory("beta"))

@@ -1,11 +1,11 @@
-"""Seed 001's experiments: HiBench MapReduce jobs on a 6-node, 2-rack cluster with an HDFS cache.
+"""CLQLMRS's experiments: HiBench MapReduce jobs on a 6-node, 2-rack cluster with an HDFS cache.
 
 Every node heartbeat on which something could be placed is one `Schedule` call; every container start and
 finish and every job completion goes back through `Report`. Parameters (`--param KEY=VALUE`):
 
-  cache_gb        total centralized cache of the cluster, GB (seed 001: 2, 4, 6, 8)          default 2
+  cache_gb        total centralized cache of the cluster, GB (CLQLMRS: 2, 4, 6, 8)          default 2
   block_mb        HDFS block size, MB (64, 128, 256)                                        default 128
-  maps            map tasks = input blocks of `block_mb` (seed 001: 10 to 100)              default 10
+  maps            map tasks = input blocks of `block_mb` (CLQLMRS: 10 to 100)              default 10
   size            HiBench input size instead of `maps`: tiny, small or large (not for the
                   Hive queries join and aggregation)                                        default none
   jobs            jobs per episode (FIFO order), all reading the same input                 default 4
@@ -18,7 +18,7 @@ finish and every job completion goes back through `Report`. Parameters (`--param
   nodes           DataNodes/NodeManagers (a cluster shaped like another one, e.g. the mini
                   cluster: nodes=4 racks=2 node_memory_mb=4096 replication=2)            default 6 (4/6/8 GB)
   racks           racks (hosts alternate between them)                                       default 2
-  node_memory_mb  memory of every node, MB (with `nodes`)                                    default seed 001's
+  node_memory_mb  memory of every node, MB (with `nodes`)                                    default CLQLMRS's
   replication     HDFS replication of the input                                              default 3
   map_memory_mb   memory of one map (reduce) container, MB                                   default 1024
   remote_read_mb_s  MB/s cap of a read from another node (a network-bound cluster, e.g. the
@@ -29,7 +29,7 @@ finish and every job completion goes back through `Report`. Parameters (`--param
                   give none, its cluster shape                                                 default none
 
 Metrics: over map tasks, the share read cache-local, disk-local, rack-local (cached or disk replica in the rack)
-and off-rack; local_task_rate = cache + data locality (seed 001's "local tasks rate"); mean job execution time
+and off-rack; local_task_rate = cache + data locality (CLQLMRS's "local tasks rate"); mean job execution time
 and makespan in seconds.
 """
 
@@ -114,7 +114,7 @@ for _app, _what in (("wordcount", "CPU-bound"), ("sort", "I/O-bound"), ("terasor
                     ("aggregation", "Hive GROUP BY, cache-affine"), ("join", "Hive join, 2 MapReduce stages")):
     register_scenario(
         f"locality-{_app}",
-        f"seed 001: HiBench {_app.capitalize()} ({_what}) on 6 DataNodes in 2 racks with an HDFS cache; "
+        f"CLQLMRS: HiBench {_app.capitalize()} ({_what}) on 6 DataNodes in 2 racks with an HDFS cache; "
         f"params cache_gb, block_mb, maps, {'size, ' if APPS[_app].hibench_bytes else ''}jobs",
         lambda _a=_app, **params: LocalityScenario(_a, **params),
         family=LocalityScenario.family, needs=LocalityScenario.needs,

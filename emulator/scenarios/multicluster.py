@@ -1,4 +1,4 @@
-"""Seed 000 (RL-FC, Liu et al. 2018): hybrid time-critical workloads routed over 5 identical-executor clusters.
+"""RL-FC (RL-FC, Liu et al. 2018): hybrid time-critical workloads routed over 5 identical-executor clusters.
 
 From the paper (Sec. III-V), as given:
   * clusters of [500, 800, 1200, 1300, 1900] executors, a FIFO local scheduler in each;
@@ -111,9 +111,9 @@ def _factory(pattern_name: str):
     return make
 
 
-register_scenario("multicluster-bernoulli", "seed 000 RL-FC: 5 clusters, hybrid jobs, Bernoulli arrivals "
+register_scenario("multicluster-bernoulli", "RL-FC: 5 clusters, hybrid jobs, Bernoulli arrivals "
                   "(rho=0.08); TMDL, AJDR, Eval_app, Score-A..D", _factory("bernoulli"))
-register_scenario("multicluster-uniform", "seed 000 RL-FC: 5 clusters, hybrid jobs, Uniform arrivals (a=1, b=39); "
+register_scenario("multicluster-uniform", "RL-FC: 5 clusters, hybrid jobs, Uniform arrivals (a=1, b=39); "
                   "TMDL, AJDR, Eval_app, Score-A..D", _factory("uniform"))
-register_scenario("multicluster-beta", "seed 000 RL-FC: 5 clusters, hybrid jobs, Beta arrivals (4, 2, M=30); "
+register_scenario("multicluster-beta", "RL-FC: 5 clusters, hybrid jobs, Beta arrivals (4, 2, M=30); "
                   "TMDL, AJDR, Eval_app, Score-A..D", _factory("beta"))

@@ -1,4 +1,4 @@
-"""`multicluster-trace`: route the jobs of a user's own cluster trace (a Parquet or CSV job table) over seed 000's
+"""`multicluster-trace`: route the jobs of a user's own cluster trace (a Parquet or CSV job table) over RL-FC's
 five clusters, with RL-FC's metrics (TMDL, AJDR, Eval_app).
 
     emulator run --scenario multicluster-trace --param path=jobs.csv --policy sf-e
@@ -91,5 +91,5 @@ class MultiClusterTraceScenario(RLFCScenario):
 
 
 register_scenario("multicluster-trace", "a job table (Parquet/CSV: submit_time, executors, duration, deadline, ...) "
-                  "routed over seed 000's 5 clusters; TMDL, AJDR, Eval_app; params path, clusters",
+                  "routed over RL-FC's 5 clusters; TMDL, AJDR, Eval_app; params path, clusters",
                   MultiClusterTraceScenario, family="multicluster", needs="route")

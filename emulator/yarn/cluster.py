@@ -66,7 +66,7 @@ class SimulationError(RuntimeError):
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    """Seed 001's cluster: six DataNodes, odd ones in /rack1 and even ones in /rack2, with 4, 6 and 8 GB."""
+    """CLQLMRS's cluster: six DataNodes, odd ones in /rack1 and even ones in /rack2, with 4, 6 and 8 GB."""
 
     node_memory_mb: tuple[int, ...] = (4096, 6144, 8192, 4096, 6144, 8192)
     node_vcores: int = 8
@@ -654,7 +654,7 @@ class YarnSimulation:
         return self.unfinished == 0
 
     def metrics(self) -> dict[str, float]:
-        """Seed 001's metrics over the map tasks started so far and the jobs finished so far."""
+        """CLQLMRS's metrics over the map tasks started so far and the jobs finished so far."""
         maps = max(int(self.map_states.sum()), 1)
         s = self.map_states / maps
         # An application's execution time runs from its first stage's submission to its last stage's end.

@@ -4,7 +4,7 @@ Block placement follows BlockPlacementPolicyDefault for a writer that runs on a 
 generators are MapReduce jobs, so every block is written from some DataNode): the first replica on the writer's
 node, the second on a node of another rack, the third on another node of the second replica's rack.
 
-The centralized cache (HDFS-4949, `hdfs cacheadmin -addDirective -replication 1`, seed 001's setting) is filled
+The centralized cache (HDFS-4949, `hdfs cacheadmin -addDirective -replication 1`, CLQLMRS's setting) is filled
 the way the NameNode's CacheReplicationMonitor fills it: blocks in file order, each cached on one of the
 DataNodes that hold a replica, picked at random weighted by that DataNode's remaining cache capacity
 (`dfs.datanode.max.locked.memory`, the per-node limit); a block no replica holder has room for stays uncached.
@@ -32,7 +32,7 @@ class Topology:
 
     @classmethod
     def odd_even(cls, num_nodes: int = 6, num_racks: int = 2) -> "Topology":
-        """Seed 001's layout: dn1, dn3, dn5 in /rack1 and dn2, dn4, dn6 in /rack2 (generally: i mod racks)."""
+        """CLQLMRS's layout: dn1, dn3, dn5 in /rack1 and dn2, dn4, dn6 in /rack2 (generally: i mod racks)."""
         if num_nodes < 2 or num_racks < 1 or num_racks > num_nodes:
             raise ValueError(f"need 2 <= nodes and 1 <= racks <= nodes, got {num_nodes} nodes, {num_racks} racks")
         hosts = tuple(f"dn{i + 1}" for i in range(num_nodes))

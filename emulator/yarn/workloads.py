@@ -9,12 +9,12 @@ its share of all map output, merges and reduces it, and writes its output to HDF
 
 Read rates by state (CL, DL, CRL, DRL, NO; see policy_engine.features.locality), in MB/s of one task's read. They
 are assumptions, chosen to keep the ratios the literature measured:
-  * DL 120: sequential read of one 7200 rpm SATA disk, the local disks of seed 001's desktop-class DataNodes
+  * DL 120: sequential read of one 7200 rpm SATA disk, the local disks of CLQLMRS's desktop-class DataNodes
     (Intel i5-4590), through HDFS short-circuit reads.
   * NO 60 (DL / 2): the Delay scheduling paper (Zaharia et al., EuroSys 2010, sec. 5) measured up to 2x higher
     throughput for I/O-heavy jobs once their map tasks were node-local rather than spread across racks behind
     oversubscribed rack uplinks; we charge off-rack reads half the local disk rate.
-  * DRL 100: a disk replica on another node of the same rack, behind seed 001's non-blocking 10 GbE switch: still
+  * DRL 100: a disk replica on another node of the same rack, behind CLQLMRS's non-blocking 10 GbE switch: still
     disk-bound, minus the extra DataNode-to-client hop (Delay scheduling: rack-local is between node-local and
     off-rack, close to node-local when the rack switch is not oversubscribed).
   * CL 800: a cached replica is an mmapped, mlocked block read zero-copy by the local client (HDFS-4949
@@ -25,9 +25,9 @@ are assumptions, chosen to keep the ratios the literature measured:
 The application profiles follow HiBench's characterisation (Huang et al., ICDEW 2010): WordCount is CPU-bound
 with a small map output (combiner), Sort is I/O-bound with map output = input, TeraSort is I/O-heavy in both
 phases and writes its output with replication 1. The Hive queries: Aggregation (GROUP BY over uservisits) is one
-MapReduce job with map-side aggregation that rereads the same (cacheable) table - seed 001's "high cache
+MapReduce job with map-side aggregation that rereads the same (cacheable) table - CLQLMRS's "high cache
 affinity" application; Join (rankings JOIN uservisits, then GROUP BY) is two MapReduce jobs, the second reading
-the first one's output, a fresh HDFS file written by its reducers that no cache directive covers - seed 001's
+the first one's output, a fresh HDFS file written by its reducers that no cache directive covers - CLQLMRS's
 multi-stage application with a low cache hit rate.
 """
 

@@ -1,4 +1,4 @@
-"""CLQLMRS (Ghazali et al., J. Cloud Computing 2022; seed 001): SARSA Q-learning for cache and data locality.
+"""CLQLMRS (Ghazali et al., J. Cloud Computing 2022; CLQLMRS): SARSA Q-learning for cache and data locality.
 
 One package, one direction of dependencies:
     config    the hyper-parameters and behaviour settings, with their defaults (defined here only)

@@ -1,4 +1,4 @@
-"""CLQLMRS: SARSA Q-learning for cache and data locality on node heartbeats (seed 001).
+"""CLQLMRS: SARSA Q-learning for cache and data locality on node heartbeats (CLQLMRS).
 
 On each heartbeat the policy decides which pending map asks get containers on this node, reading where each job's
 input blocks and cached replicas are (Ask.job.input_blocks) and YARN's host / rack / ANY counts (AskOnNode). The
@@ -80,7 +80,7 @@ def _state_counts(ask, node) -> list[int]:
 
 
 @register(POLICY_NAME, "CLQLMRS: SARSA Q-learning on cache / data / rack locality per heartbeat, learns online "
-                       "from Report (seed 001)", {SCHEDULE}, model="optional",
+                       "from Report (CLQLMRS)", {SCHEDULE}, model="optional",
           learner="policy_engine.clqlmrs.learner:ClqlmrsLearner.for_policy")
 class ClqlmrsPolicy(Policy):
     name = POLICY_NAME

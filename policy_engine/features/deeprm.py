@@ -1,4 +1,4 @@
-"""DeepRM's view of a Schedule observation (Mao et al., HotNets 2016; seed 003).
+"""DeepRM's view of a Schedule observation (Mao et al., HotNets 2016; DeepRM).
 
 In the DeepRM setting the whole cluster is one node and every waiting job is one single-container ask. Its
 JobMetadata.tags["slot"] says where DeepRM shows it: "0" .. "M-1" for the M visible job slots, "backlog" for
@@ -26,7 +26,7 @@ DEFAULT_SLOTS = 10
 
 @dataclass(frozen=True)
 class ImageSpec:
-    """Shape parameters of the image (DeepRM's reference defaults, with seed 003's resource fractions)."""
+    """Shape parameters of the image (DeepRM's reference defaults, with DeepRM's resource fractions)."""
 
     num_res: int = 2
     res_slot: int = 20          # units per resource: jobs ask 0.25-0.5 (5-10 units) of the dominant one

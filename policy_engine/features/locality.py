@@ -1,6 +1,6 @@
 """Read locality of a map task on a node, and a per-candidate state for learned locality schedulers.
 
-Seed 001 (CLQLMRS) names five states of a task placed on a worker node, best first:
+CLQLMRS names five states of a task placed on a worker node, best first:
 
   CL  the node holds a cached replica of the task's input block           reward +1
   DL  the node holds a disk replica                                        reward +0.5
@@ -36,7 +36,7 @@ class ReadLocality(IntEnum):
 
 
 NUM_STATES = len(ReadLocality)
-# Seed 001, Table 2: reward weight of each state.
+# CLQLMRS, Table 2: reward weight of each state.
 REWARD = np.array([1.0, 0.5, -0.25, -0.5, -1.0], dtype=np.float64)
 # The protocol's coarser levels (yarnrl.v1.Locality) for each state.
 TO_PROTOCOL = (Locality.CACHE_LOCAL, Locality.NODE_LOCAL, Locality.RACK_LOCAL, Locality.RACK_LOCAL,

@@ -1,9 +1,9 @@
 """State vectors of the multi-cluster papers, built from a RouteObservation.
 
-* `rlfc_state(obs, j)`: RL-FC (seed 000, Table I): per cluster [sequence number, capability, occupation of the
+* `rlfc_state(obs, j)`: RL-FC (Table I): per cluster [sequence number, capability, occupation of the
   latest 100 steps, missed deadlines so far] (103 each) followed by the job profile [category, 10-slot request
   distribution, single-executor occupation time, execution deadline, duration] (14): 103 * C + 14 = 529 for C = 5.
-* `lsfc_state(obs, j)`: RL-LSFC (seed 002, Table 1): per cluster [sequence number, normal capacity, maximum
+* `lsfc_state(obs, j)`: RL-LSFC (Table 1): per cluster [sequence number, normal capacity, maximum
   capacity, heterogeneity factor, occupation of the latest 105 steps traversed into 10 overlapping segments of 15
   (150), missed deadlines so far] (155 each) followed by the job [category, expected hetero factor, heterogeneity
   sensitivity, request distribution per cluster (10 * C), standard execution time per cluster (C), execution
@@ -101,7 +101,7 @@ def _distribution(values: np.ndarray, where: str) -> np.ndarray:
     return d
 
 
-# ---------------------------------------------------------------- RL-FC (seed 000)
+# ---------------------------------------------------------------- RL-FC
 
 
 def rlfc_cluster_block(obs: RouteObservation, scales: StateScales = DEFAULT_SCALES) -> np.ndarray:
@@ -143,7 +143,7 @@ def rlfc_states(obs: RouteObservation, scales: StateScales = DEFAULT_SCALES) -> 
     return out
 
 
-# ---------------------------------------------------------------- RL-LSFC (seed 002)
+# ---------------------------------------------------------------- RL-LSFC
 
 
 def lsfc_cluster_block(obs: RouteObservation, scales: StateScales = DEFAULT_SCALES) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""ACL, Adaptive Cache Local scheduling (Floratou et al., SoCC 2016; seed 001's baseline).
+"""ACL, Adaptive Cache Local scheduling (Floratou et al., SoCC 2016; CLQLMRS's baseline).
 
 Delay scheduling with one more level on top: a job first waits for *cache* locality. On a node that caches some
 of its pending input blocks it takes those (cache-local) containers at once. Otherwise it lets the node go for up
@@ -10,7 +10,7 @@ end of the cache wait.
 
 Inputs are the observation only: the ask's scheduling opportunities (kept by the engine, reset by any node- or
 rack-local assignment, cache-local included) and JobMetadata.input_blocks (the pending tasks' blocks with their
-cached_hosts, from the NameNode). Seed 001 runs c = 2, 3 and 5 (3 by default).
+cached_hosts, from the NameNode). CLQLMRS runs c = 2, 3 and 5 (3 by default).
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ class AdaptiveCacheLocalPolicy(Policy):
         return ScheduleDecision(out)
 
 
-# Seed 001's other two settings of c, under their own names so `emulator compare --policies acl-c2,acl-c5` runs them.
-@register("acl-c2", "ACL with c = 2 (seed 001, fig. 5)", {SCHEDULE})
+# CLQLMRS's other two settings of c, under their own names so `emulator compare --policies acl-c2,acl-c5` runs them.
+@register("acl-c2", "ACL with c = 2 (CLQLMRS, fig. 5)", {SCHEDULE})
 class AdaptiveCacheLocalC2Policy(AdaptiveCacheLocalPolicy):
     name = "acl-c2"
 
@@ -77,7 +77,7 @@ class AdaptiveCacheLocalC2Policy(AdaptiveCacheLocalPolicy):
         super().__init__(2, node_locality_delay, rack_locality_additional_delay)
 
 
-@register("acl-c5", "ACL with c = 5 (seed 001, fig. 5)", {SCHEDULE})
+@register("acl-c5", "ACL with c = 5 (CLQLMRS, fig. 5)", {SCHEDULE})
 class AdaptiveCacheLocalC5Policy(AdaptiveCacheLocalPolicy):
     name = "acl-c5"
 

@@ -1,4 +1,4 @@
-"""DeepRM (Mao et al., HotNets 2016; seed 003): the learned policy network, served behind Schedule.
+"""DeepRM (Mao et al., HotNets 2016; DeepRM): the learned policy network, served behind Schedule.
 
 One Schedule call is one DeepRM time step. The policy reads DeepRM's image off the observation (running
 containers, the M job slots, the backlog; policy_engine.features.deeprm), asks the network for its M + 1 action
@@ -141,7 +141,7 @@ def action_probs(logits: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
     return p / p.sum(axis=-1, keepdims=True)
 
 
-@register(POLICY_NAME, "DeepRM (seed 003): REINFORCE-trained policy network over DeepRM's image, one job at a time",
+@register(POLICY_NAME, "DeepRM: REINFORCE-trained policy network over DeepRM's image, one job at a time",
           {SCHEDULE}, model="required", families={"deeprm"})  # reads DeepRM's job slots
 class DeepRMPgPolicy(Policy):
     name = POLICY_NAME

@@ -1,4 +1,4 @@
-"""Random for the DeepRM setting (seed 003): DeepRM's random agent, deterministic per request.
+"""Random for the DeepRM setting (DeepRM): DeepRM's random agent, deterministic per request.
 
 DeepRM's reference random agent draws one of the M + 1 actions uniformly: a job slot or the void action. A draw
 of an empty slot, of a job that does not fit, or of the void action ends the time step (DeepRM's "move on"); a

@@ -1,4 +1,4 @@
-"""DSRAP (seed 004): the paper's five resource-sharing approaches, one policy each (Table 1 and Sec. 5.1).
+"""DSRAP: the paper's five resource-sharing approaches, one policy each (Table 1 and Sec. 5.1).
 
 Every policy answers one cluster manager's step (a Route call carrying RouteObservation.manager): which of its tasks
 to allocate on which node, and where to forward the rest. The learning ones (fdl, sdl, bdl) keep per-manager tables
@@ -66,8 +66,8 @@ def _approach(name: str, first: str, second: str, capabilities=frozenset({ROUTE}
 
 
 L = "policy_engine.dsrap:make_learner"
-register("greedy", "DSRAP greedy: best-first local allocation, random routing (seed 004)", {ROUTE}, learner=L, families={"dsrap"})(_approach("greedy", "best-first", "random"))
-register("fdl", "DSRAP FDL: Learning1 (FAL/PGA) local allocation, random routing (seed 004)", {ROUTE}, model="optional", learner=L, families={"dsrap"})(_approach("fdl", "learning1", "random"))
-register("sdl", "DSRAP SDL: best-first local allocation, Learning2 (FAL/PGA, Eq. 6) routing (seed 004)", {ROUTE}, model="optional", learner=L, families={"dsrap"})(_approach("sdl", "best-first", "learning2"))
-register("bdl", "DSRAP BDL: Learning1 and Learning2, both learned by FAL/PGA (seed 004)", {ROUTE}, model="optional", learner=L, families={"dsrap"})(_approach("bdl", "learning1", "learning2"))
-register("centralized", "DSRAP centralized: one manager over all clusters' nodes, best-first (seed 004)", {ROUTE, CENTRALIZED}, learner=L, families={"dsrap"})(_approach("centralized", "best-first", "random", {ROUTE, CENTRALIZED}))
+register("greedy", "DSRAP greedy: best-first local allocation, random routing (DSRAP)", {ROUTE}, learner=L, families={"dsrap"})(_approach("greedy", "best-first", "random"))
+register("fdl", "DSRAP FDL: Learning1 (FAL/PGA) local allocation, random routing (DSRAP)", {ROUTE}, model="optional", learner=L, families={"dsrap"})(_approach("fdl", "learning1", "random"))
+register("sdl", "DSRAP SDL: best-first local allocation, Learning2 (FAL/PGA, Eq. 6) routing (DSRAP)", {ROUTE}, model="optional", learner=L, families={"dsrap"})(_approach("sdl", "best-first", "learning2"))
+register("bdl", "DSRAP BDL: Learning1 and Learning2, both learned by FAL/PGA (DSRAP)", {ROUTE}, model="optional", learner=L, families={"dsrap"})(_approach("bdl", "learning1", "learning2"))
+register("centralized", "DSRAP centralized: one manager over all clusters' nodes, best-first (DSRAP)", {ROUTE, CENTRALIZED}, learner=L, families={"dsrap"})(_approach("centralized", "best-first", "random", {ROUTE, CENTRALIZED}))

@@ -1,4 +1,4 @@
-"""Seed 002's (RL-LSFC, Sec. 5) rule-based routing baselines: RAN, RR, MAF.
+"""RL-LSFC's (RL-LSFC, Sec. 5) rule-based routing baselines: RAN, RR, MAF.
 
 For all three the job is the one with the least worker request in the buffer: the average over clusters of the
 executor count it most likely requests there (ties: the earliest job). The cluster:
@@ -32,7 +32,7 @@ def least_request_job(obs: RouteObservation) -> int:
     return argmin_first([worker_request(j, obs) for j in obs.jobs])
 
 
-@register("ran", "seed 002 RAN: least-request job to a uniformly random cluster (hash of the request id)", {ROUTE},
+@register("ran", "RL-LSFC RAN: least-request job to a uniformly random cluster (hash of the request id)", {ROUTE},
           families={"multicluster"})
 class RandomCluster(Policy):
     name = "ran"
@@ -43,7 +43,7 @@ class RandomCluster(Policy):
         return RouteDecision(least_request_job(obs), obs.clusters[cluster].cluster_id)
 
 
-@register("rr", "seed 002 RR: least-request job, clusters in turn from a random start (turn: RouteRequest.sequence)",
+@register("rr", "RL-LSFC RR: least-request job, clusters in turn from a random start (turn: RouteRequest.sequence)",
           {ROUTE}, families={"multicluster"})
 class RoundRobin(Policy):
     name = "rr"
@@ -59,7 +59,7 @@ class RoundRobin(Policy):
         return RouteDecision(least_request_job(obs), obs.clusters[cluster].cluster_id)
 
 
-@register("maf", "seed 002 MAF: least-request job to the cluster with the most available capacity relative to "
+@register("maf", "RL-LSFC MAF: least-request job to the cluster with the most available capacity relative to "
                  "its request, (1 - RO) * CAP / ER over the past 100 steps", {ROUTE},
           families={"multicluster"})
 class MostAvailableFirst(Policy):

@@ -1,4 +1,4 @@
-"""Seed 000's (RL-FC, Sec. V-B) rule-based routing baselines: Random, SF-P, LF-P, SF-E, LF-E.
+"""RL-FC's (RL-FC, Sec. V-B) rule-based routing baselines: Random, SF-P, LF-P, SF-E, LF-E.
 
 Each picks one buffered job and one cluster, as a pure function of the RouteObservation:
 * job: the smallest (SF) or largest (LF) computing capacity requirement, read as the expected executor count of one
@@ -15,7 +15,7 @@ from policy_engine.routing import argmax_first, argmin_first, mean_occupations, 
 from policy_engine.types import RouteDecision, RouteObservation
 
 
-@register("random", "seed 000 Random: a uniformly random buffered job to a uniformly random cluster "
+@register("random", "RL-FC Random: a uniformly random buffered job to a uniformly random cluster "
                     "(hash of the request id)", {ROUTE},
           families={"multicluster"})
 class RandomRoute(Policy):
@@ -46,14 +46,14 @@ class _RuleRoute(Policy):
         return RouteDecision(job, obs.clusters[cluster].cluster_id)
 
 
-@register("sf-p", "seed 000 SF-P: smallest job first, to the cluster with the lowest average occupation "
+@register("sf-p", "RL-FC SF-P: smallest job first, to the cluster with the lowest average occupation "
                   "percentage over the past 100 steps", {ROUTE},
           families={"multicluster"})
 class SmallestFirstP(_RuleRoute):
     name = "sf-p"
 
 
-@register("lf-p", "seed 000 LF-P: largest job first, to the cluster with the lowest average occupation "
+@register("lf-p", "RL-FC LF-P: largest job first, to the cluster with the lowest average occupation "
                   "percentage over the past 100 steps", {ROUTE},
           families={"multicluster"})
 class LargestFirstP(_RuleRoute):
@@ -61,7 +61,7 @@ class LargestFirstP(_RuleRoute):
     largest_first = True
 
 
-@register("sf-e", "seed 000 SF-E: smallest job first, to the cluster with the most available executors on "
+@register("sf-e", "RL-FC SF-E: smallest job first, to the cluster with the most available executors on "
                   "average over the past 100 steps", {ROUTE},
           families={"multicluster"})
 class SmallestFirstE(_RuleRoute):
@@ -69,7 +69,7 @@ class SmallestFirstE(_RuleRoute):
     by_executors = True
 
 
-@register("lf-e", "seed 000 LF-E: largest job first, to the cluster with the most available executors on "
+@register("lf-e", "RL-FC LF-E: largest job first, to the cluster with the most available executors on "
                   "average over the past 100 steps", {ROUTE},
           families={"multicluster"})
 class LargestFirstE(_RuleRoute):

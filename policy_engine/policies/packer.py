@@ -1,4 +1,4 @@
-"""Packer (Tetris, Grandl et al. SIGCOMM 2014) for the DeepRM setting (seed 003).
+"""Packer (Tetris, Grandl et al. SIGCOMM 2014) for the DeepRM setting (DeepRM).
 
 Among DeepRM's visible job slots that fit, start the job whose demand vector has the largest dot product with the
 free resources (DeepRM's reference Packer agent; the lowest slot on ties), and repeat until none fits. Resources

@@ -1,4 +1,4 @@
-"""RL-FC (seed 000): route the buffered job and cluster with the highest learned action value.
+"""RL-FC: route the buffered job and cluster with the highest learned action value.
 
 The value network of Liu et al. (an MLP, two ReLU hidden layers, one output per cluster) scores one job at a
 time from its 529-dimension state (Table I); every buffered job is scored and the best (job, cluster) pair wins
@@ -77,7 +77,7 @@ class ValueNetwork:
         return x
 
 
-@register(POLICY_NAME, "RL-FC (seed 000): learned job-and-cluster values, best buffered job to best cluster",
+@register(POLICY_NAME, "RL-FC: learned job-and-cluster values, best buffered job to best cluster",
           {ROUTE}, model="required", families={"multicluster"})
 class RlFcPolicy(Policy):
     name = POLICY_NAME

@@ -1,4 +1,4 @@
-"""SJF for the DeepRM setting (seed 003): start the shortest waiting job that fits, again and again.
+"""SJF for the DeepRM setting (DeepRM): start the shortest waiting job that fits, again and again.
 
 Looks at DeepRM's M visible job slots (JobMetadata.tags["slot"], see policy_engine.features.deeprm) and the
 jobs' lengths (expected_runtime_ms), exactly as DeepRM's reference SJF agent: among the slot jobs that fit the
@@ -53,7 +53,7 @@ class ShortestJobFirstPolicy(Policy):
         return greedy_slots(obs, self.num_slots, score)
 
 
-# DeepRM's learned behaviour, written as a rule (seed 003, section III: the agent learns "to keep some resources
+# DeepRM's learned behaviour, written as a rule (DeepRM, section III: the agent learns "to keep some resources
 # free in the cluster in order to be able to schedule future arriving small jobs"). HOLD_FREE was picked among
 # 4-12 on the validation job sets (seeds 900,000..) at load 0.75, never on the benchmark's test sets; HOLD_LEN is
 # the shortest large job.

@@ -165,7 +165,7 @@ public final class LocalityLab implements AutoCloseable {
     return out;
   }
 
-  /** Cache these files (cache replication 1, as seed 001) and wait until every block has a cached replica. */
+  /** Cache these files (cache replication 1, as CLQLMRS) and wait until every block has a cached replica. */
   public void cache(List<String> files) throws Exception {
     cache(files, 1);
   }
