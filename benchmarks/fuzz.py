@@ -6,7 +6,9 @@ afterwards.
 In process (most of the time budget): a coverage-guided fuzzer, atheris (libFuzzer) when it is installed, over one
 function that takes bytes: the first byte picks the target - a ScheduleRequest through the server's fast
 ScheduleDecoder *and* the full protobuf path (both must agree on accept/refuse: a differential check), a
-RouteRequest, or a ReportRequest - and the engine (policy) that answers it; the rest is the message. The seeds
+RouteRequest, a ReportRequest, or a ScheduleBatchRequest (many heartbeats, the asks once: policy_engine.batch,
+with its invariants checked on every accepted batch: nothing beyond a node's room, no ask given more containers over
+the batch than it had outstanding, refused nodes without assignments) - and the engine (policy) that answers it; the rest is the message. The seeds
 are real requests recorded from the emulator's scenarios (benchmarks/corpus.py, benchmarks/data/corpus.jsonl),
 and a structure-aware mutator also feeds *mutated valid messages* (a field set to NaN, inf, -0, extreme or
 negative integers, huge or empty strings, duplicated or removed repeated entries, unknown enum values).
@@ -51,7 +53,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 ACCEPTED_CODES = {"OK", "INVALID_ARGUMENT", "UNIMPLEMENTED"}
-TARGETS = ("schedule", "route", "report")
+TARGETS = ("schedule", "route", "report", "schedule_batch")
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "reliability" / "fuzz"
 
 
@@ -198,7 +200,8 @@ class Harness:
         self.out_dir = out_dir
         self.max_input = max_input
         self.decoder = ScheduleDecoder(max_cached=2000)
-        self.engines: dict[str, list] = {"schedule": [], "route": [], "report": []}
+        self.engines: dict[str, list] = {"schedule": [], "route": [], "report": [], "schedule_batch": []}
+        self.batchers: dict[int, object] = {}
         built = set()
         extra = [("fifo", None), ("delay", None), ("acl", None), ("lf-e", None), ("random", None), ("maf", None),
                  ("packer", None)]
@@ -211,6 +214,10 @@ class Harness:
             engine.attach_learner()
             if SCHEDULE in policy.capabilities:
                 self.engines["schedule"].append(engine)
+                self.engines["schedule_batch"].append(engine)
+                from policy_engine.batch import BatchScheduler
+
+                self.batchers[id(engine)] = BatchScheduler(engine)
             if ROUTE in policy.capabilities:
                 self.engines["route"].append(engine)
             self.engines["report"].append(engine)
@@ -224,13 +231,17 @@ class Harness:
     def seeds(self, groups) -> list[bytes]:
         """Selector byte + message for every recorded message, for every engine of its kind."""
         out = []
+        rng = random.Random(0)
         for g in groups:
             for kind, target in (("schedule", 0), ("route", 1), ("events", 2)):
                 msgs = getattr(g, kind)
                 n = len(self.engines[TARGETS[target]])
                 for i, m in enumerate(msgs):
                     body = m if kind != "events" else _report_of([m])
-                    out.append(bytes([target + 3 * (i % n)]) + body)
+                    out.append(bytes([target + len(TARGETS) * (i % n)]) + body)
+            n = len(self.engines["schedule_batch"])
+            for i in range(min(len(g.schedule), 40)):
+                out.append(bytes([3 + len(TARGETS) * (i % n)]) + batch_of(g.schedule, rng))
         return out
 
     def one(self, data: bytes) -> str:
@@ -238,9 +249,9 @@ class Harness:
             return "EMPTY"
         self.inputs += 1
         sel = data[0]
-        target = TARGETS[sel % 3]
+        target = TARGETS[sel % len(TARGETS)]
         engines = self.engines[target]
-        engine = engines[(sel // 3) % len(engines)]
+        engine = engines[(sel // len(TARGETS)) % len(engines)]
         body = data[1:self.max_input]
         self.by_target[target] += 1
         t0 = time.perf_counter()
@@ -285,6 +296,45 @@ class Harness:
         p = engine.policy
         encode_schedule_decision(decision, fast.request_id, decision_id, p.name, p.model_version).SerializeToString()
         _check_schedule(fast, decision)
+        return "OK"
+
+    def _schedule_batch(self, engine, body: bytes) -> str:
+        """ScheduleBatch as the server runs it; on every accepted batch the decision must hold the batched path's
+        invariants: one result per node in order, refused nodes without assignments, nothing beyond a node's free
+        resources, no ask given more containers over all nodes than it had outstanding."""
+        from policy_engine.batch import encode_batch_decision_bytes, parse_batch_request
+        from policy_engine.codec import InvalidRequest
+
+        batcher = self.batchers[id(engine)]
+        try:
+            batch = batcher.decode(parse_batch_request(body), body)
+        except InvalidRequest:
+            return "INVALID_ARGUMENT"
+        outstanding = {b.ask.ask_id: b.any for b in batch.asks}
+        sizes = {b.ask.ask_id: b.ask.resource for b in batch.asks}
+        nodes = list(batch.nodes)
+        decision = batcher.decide(batch)
+        p = engine.policy
+        encode_batch_decision_bytes(decision, p.name, p.model_version)
+        if len(decision.results) != len(nodes):
+            raise AssertionError(f"{len(decision.results)} results for {len(nodes)} nodes")
+        given: collections.Counter = collections.Counter()
+        for node, r in zip(nodes, decision.results):
+            if r.refusal and r.assignments:
+                raise AssertionError(f"refused node {r.node_id!r} got assignments")
+            if node is None:
+                continue
+            mem = sum(sizes[a.ask_id].memory_mb * a.count for a in r.assignments)
+            cpu = sum(sizes[a.ask_id].vcores * a.count for a in r.assignments)
+            if mem > node.unallocated.memory_mb or cpu > node.unallocated.vcores:
+                raise AssertionError(f"node {r.node_id!r}: {mem} MB / {cpu} vcores assigned, "
+                                     f"{node.unallocated.memory_mb} / {node.unallocated.vcores} free")
+            for a in r.assignments:
+                given[a.ask_id] += a.count
+        for ask_id, n in given.items():
+            if n > outstanding[ask_id]:
+                raise AssertionError(f"ask {ask_id!r}: {n} containers over the batch, {outstanding[ask_id]} "
+                                     "outstanding")
         return "OK"
 
     def _route(self, engine, body: bytes) -> str:
@@ -342,6 +392,35 @@ class Harness:
                 "max_rss_mb": round(_max_rss_mb(), 1)}
 
 
+def batch_of(schedule_msgs: list[bytes], rng: random.Random) -> bytes:
+    """A ScheduleBatchRequest from recorded heartbeats: the nodes of 1-6 of them, the asks of the first, their
+    entries in the locality table (or, one time in three, left inside the asks)."""
+    from policy_engine.proto import pb
+
+    reqs = [pb.ScheduleRequest.FromString(rng.choice(schedule_msgs)) for _ in range(rng.randrange(1, 7))]
+    batch = pb.ScheduleBatchRequest(batch_id=f"fuzz-{rng.randrange(1000)}", cluster=reqs[0].cluster)
+    seen = set()
+    for r in reqs:
+        if r.node.node_id not in seen:
+            seen.add(r.node.node_id)
+            batch.nodes.append(r.node)
+            batch.request_ids.append(r.request_id)
+    batch.asks.extend(reqs[0].asks)
+    if rng.random() < 0.67:
+        col, names = batch.locality, {}
+        for i, a in enumerate(batch.asks):
+            for lr in a.locality:
+                k = names.setdefault(lr.resource_name, len(names))
+                if k == len(col.names):
+                    col.names.append(lr.resource_name)
+                col.ask_index.append(i)
+                col.name_index.append(k)
+                col.num_containers.append(lr.num_containers)
+                col.relax_locality.append(lr.relax_locality)
+            del a.locality[:]
+    return batch.SerializeToString()
+
+
 def _report_of(events: list[bytes]) -> bytes:
     from policy_engine.proto import pb
 
@@ -372,16 +451,19 @@ def structured_inputs(groups, harness: Harness, rng: random.Random, n: int) -> l
     out = []
     pools = [(0, g.schedule, pb.ScheduleRequest) for g in groups if g.schedule] + \
             [(1, g.route, pb.RouteRequest) for g in groups if g.route] + \
-            [(2, g.events, None) for g in groups if g.events]
+            [(2, g.events, None) for g in groups if g.events] + \
+            [(3, g.schedule, pb.ScheduleBatchRequest) for g in groups if g.schedule]
     for _ in range(n):
         target, msgs, cls = rng.choice(pools)
         if cls is None:
             msg = pb.ReportRequest.FromString(_report_of(rng.sample(msgs, min(len(msgs), rng.randrange(1, 6)))))
+        elif cls is pb.ScheduleBatchRequest:
+            msg = cls.FromString(batch_of(msgs, rng))
         else:
             msg = cls.FromString(rng.choice(msgs))
         for _ in range(rng.randrange(1, 4)):
             mutate_message(msg, rng)
-        sel = target + 3 * rng.randrange(len(harness.engines[TARGETS[target]]))
+        sel = target + len(TARGETS) * rng.randrange(len(harness.engines[TARGETS[target]]))
         out.append(bytes([sel]) + msg.SerializeToString())
     return out
 
@@ -490,6 +572,7 @@ def run_in_process(seconds: float, engine: str, seed: int, out_dir: Path) -> dic
 METHODS = {
     "Schedule": "/yarnrl.v1.PolicyEngine/Schedule", "Route": "/yarnrl.v1.PolicyEngine/Route",
     "Report": "/yarnrl.v1.PolicyEngine/Report", "GetInfo": "/yarnrl.v1.PolicyEngine/GetInfo",
+    "ScheduleBatch": "/yarnrl.v1.PolicyEngine/ScheduleBatch",
     "Health": "/grpc.health.v1.Health/Check",
 }
 STREAMS = {"ScheduleStream": "/yarnrl.v1.PolicyEngine/ScheduleStream",
@@ -625,6 +708,22 @@ class WireFuzzer:
             return msg.SerializeToString()
         return rng.randbytes(rng.randrange(0, 512))
 
+    def _batch_message(self, server) -> bytes:
+        """A ScheduleBatch payload: built from the schedule corpus and mutated, or random bytes."""
+        rng = self.rng
+        from policy_engine.proto import pb
+
+        msgs = [m for g in self.groups for m in g.schedule]
+        if not msgs or rng.random() < 0.2:
+            return rng.randbytes(rng.randrange(0, 512))
+        data = batch_of(msgs, rng)
+        if rng.random() < 0.5:
+            return mutate_bytes(data, rng, msgs)
+        msg = pb.ScheduleBatchRequest.FromString(data)
+        for _ in range(rng.randrange(1, 4)):
+            mutate_message(msg, rng)
+        return msg.SerializeToString()
+
     def one(self) -> None:
         import grpc
 
@@ -637,6 +736,8 @@ class WireFuzzer:
                 name = rng.choice(list(METHODS))
                 if name in ("Schedule", "Route"):
                     payload = self._message(server)
+                elif name == "ScheduleBatch":
+                    payload = self._batch_message(server)
                 elif name == "Report":
                     evs = [e for g in self.groups for e in g.events]
                     payload = mutate_bytes(_report_of(rng.sample(evs, min(3, len(evs)))), rng, evs)

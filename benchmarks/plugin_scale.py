@@ -15,9 +15,16 @@ per second, containers allocated per second, the scheduler event queue length (p
 handling time p50/p99 and its CPU time on the scheduler thread (p50/p99/mean: what a node update costs, whatever the
 machine's load), where the scheduler thread's time went per event type (CPU and wall), cluster utilization and the
 plugin's fallbacks and snapshot counters (by reason, from its JMX bean); for engine cases also engine/native
-containers/s. Prints a table, writes results.json and a PNG under --out, and prints one JSON
-object as the last stdout line: {"results": [{"scheduler", "mode", "policy", "nodes", "heartbeats_per_s",
-"containers_per_s", "queue_p99", "fallbacks", ...}]}.
+containers/s and heartbeats/s, the engine-decided share (containers placed by an engine answer / all containers,
+over the measured window), fallbacks by reason, the engine process's CPU per decision (/proc, whole run) and its
+decision latency p50/p99 (inside the engine, from its Prometheus histogram). Prints a table, writes results.json and
+two PNGs under --out (throughput per case; engine-decided share and containers/s against node count), and prints one
+JSON object as the last stdout line: {"results": [{"scheduler", "mode", "policy", "nodes", "heartbeats_per_s",
+"containers_per_s", "queue_p99", "fallbacks", "engine_decided_share", "fallbacks_by_reason", ...}]}.
+
+Schedulers: fifo, capacity (CapacityScheduler with asynchronous scheduling off) and capacity-async (on, as Hadoop
+3.5.0 ships it; native only until RlCapacityScheduler works with it: the Java side of the batched path, see
+yarn_plugin/README.md "Batched engine path").
 
 Needs Java 17 and Maven (the plugin and its test classes are built on first use) and `make install`. Run it under
 `nice -n 10` on a shared machine:
@@ -50,6 +57,14 @@ SCHEDULERS = {
     "fifo": ("org.apache.hadoop.yarn.server.resourcemanager.scheduler.fifo.FifoScheduler", "org.yarnrl.yarn.RlScheduler"),
     "capacity": ("org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler",
                  "org.yarnrl.yarn.RlCapacityScheduler"),
+    "capacity-async": ("org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler",
+                       "org.yarnrl.yarn.RlCapacityScheduler"),
+}
+# Engine cases that cannot run yet, and why (reported in the JSON's "unavailable", never silently left out).
+ENGINE_UNAVAILABLE = {
+    "capacity-async": "RlCapacityScheduler turns CapacityScheduler's asynchronous scheduling off; the batched "
+                      "engine path's Java side (yarn_plugin/README.md, \"Batched engine path\") is to make it work "
+                      "with it on",
 }
 JSON_KEYS = ("scheduler", "mode", "policy", "nodes", "heartbeats_per_s", "containers_per_s", "queue_p99", "fallbacks")
 
@@ -156,12 +171,17 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
     # Hadoop 3.5's CapacityScheduler allocates from its own threads by default (schedule-asynchronously); the engine
     # decides inside node updates, which RlCapacityScheduler needs that off for, so both capacity cases run with it off
     conf = ["yarn.scheduler.capacity.schedule-asynchronously.enable=false"] if scheduler == "capacity" else []
+    if scheduler == "capacity-async":
+        conf = ["yarn.scheduler.capacity.schedule-asynchronously.enable=true"]
+    metrics_port = None
     if mode == "engine":
         from policy_engine.cli import start_engine_subprocess
 
         engine_log = open(case_dir / "engine.log", "w")
-        proc, target = start_engine_subprocess(policy, ["--grace", "1"])
+        metrics_port = free_port()
+        proc, target = start_engine_subprocess(policy, ["--grace", "1", "--metrics-port", str(metrics_port)])
         engine = (proc, engine_log)
+        engine_cpu0 = process_cpu_s(proc.pid)
 
         def pump():
             for line in proc.stdout:
@@ -207,6 +227,8 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
         if proc.returncode != 0 or not out.exists():
             raise SystemExit(f"plugin_scale: case {label} failed (exit {proc.returncode}); see {case_dir / 'jvm.log'}")
         result = json.loads(out.read_text())
+        if engine:
+            result["engine_process"] = engine_side(engine[0].pid, engine_cpu0, metrics_port)
     finally:
         if engine:
             eproc, elog = engine
@@ -222,7 +244,87 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
     row.update({k: result[k] for k in ("heartbeats_per_s", "containers_per_s", "queue_p99", "fallbacks")})
     row.update({k: v for k, v in result.items() if k not in row})
     row["case_seconds"] = time.monotonic() - started
+    add_engine_figures(row)
     return row
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def process_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def histogram_quantile(buckets: list[tuple[float, float]], q: float) -> float:
+    """Prometheus-style quantile from cumulative (upper bound, count) buckets, linear inside a bucket."""
+    buckets = sorted(buckets)
+    total = buckets[-1][1] if buckets else 0
+    if total <= 0:
+        return float("nan")
+    rank, lo, below = q * total, 0.0, 0.0
+    for le, count in buckets:
+        if count >= rank:
+            if le == float("inf"):
+                return lo
+            return lo + (le - lo) * ((rank - below) / max(count - below, 1e-12))
+        lo, below = le, count
+    return lo
+
+
+def engine_side(pid: int, cpu0: float, metrics_port: int | None) -> dict:
+    """The engine process over the whole case: CPU seconds, decisions (its own counter), decision latency inside
+    the engine (its histogram, per RPC)."""
+    import urllib.request
+
+    out: dict = {"cpu_s": process_cpu_s(pid) - cpu0}
+    if metrics_port is None:
+        return out
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
+    except OSError as e:
+        out["metrics_error"] = str(e)
+        return out
+    decisions = 0.0
+    buckets: dict[str, list[tuple[float, float]]] = {}
+    for line in text.splitlines():
+        if line.startswith("yarnrl_decisions_total{"):
+            decisions += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("yarnrl_decision_latency_seconds_bucket{"):
+            labels = dict(kv.split("=", 1) for kv in line[line.index("{") + 1:line.index("}")].split(","))
+            rpc, le = labels["rpc"].strip('"'), labels["le"].strip('"')
+            buckets.setdefault(rpc, []).append((float(le), float(line.rsplit(" ", 1)[1])))
+    out["decisions"] = decisions
+    for rpc, b in buckets.items():
+        if b and max(c for _, c in b) > 0:
+            out[f"{rpc}_latency_p50_ms"] = histogram_quantile(b, 0.50) * 1e3
+            out[f"{rpc}_latency_p99_ms"] = histogram_quantile(b, 0.99) * 1e3
+    return out
+
+
+FALLBACK_REASONS = ("Timeout", "Unavailable", "Error", "InvalidAnswer", "BreakerOpen", "VersionMismatch")
+
+
+def add_engine_figures(row: dict) -> None:
+    """What issue 24 asks each engine case for: engine-decided share, fallbacks by reason, engine CPU per decision
+    and decision latency."""
+    if row["mode"] != "engine":
+        return
+    window = row.get("engine") or {}
+    eng, nat = window.get("EngineContainers", 0), window.get("NativeContainers", 0)
+    row["engine_decided_share"] = eng / (eng + nat) if eng + nat else 0.0
+    row["fallbacks_by_reason"] = {r: window.get(f"Fallbacks{r}", 0) for r in FALLBACK_REASONS
+                                  if window.get(f"Fallbacks{r}", 0)}
+    proc = row.get("engine_process") or {}
+    if proc.get("decisions"):
+        row["engine_cpu_us_per_decision"] = proc["cpu_s"] / proc["decisions"] * 1e6
+    for key in ("schedule_latency_p50_ms", "schedule_latency_p99_ms", "schedule_batch_latency_p50_ms",
+                "schedule_batch_latency_p99_ms"):
+        if key in proc:
+            row[f"engine_{key}"] = proc[key]
 
 
 def add_ratios(rows: list[dict]) -> None:
@@ -237,14 +339,17 @@ def add_ratios(rows: list[dict]) -> None:
 def table(rows: list[dict]) -> str:
     head = (f"{'scheduler':<9} {'mode':<6} {'policy':<6} {'nodes':>5} {'hb sent/s':>9} {'hb/s':>7} {'cont/s':>7} "
             f"{'ratio':>5} {'util':>5} {'queue p99':>9} {'nu p50 us':>9} {'nu p99 us':>9} {'nu cpu us':>9} "
-            f"{'fallbacks':>9}")
+            f"{'fallbacks':>9} {'share':>5} {'eng us':>6}")
     lines = [head, "-" * len(head)]
     for r in rows:
         ratio = f"{r['containers_ratio']:.2f}" if "containers_ratio" in r else "-"
         lines.append(f"{r['scheduler']:<9} {r['mode']:<6} {r['policy']:<6} {r['nodes']:>5} "
                      f"{r['heartbeats_sent_per_s']:>9.0f} {r['heartbeats_per_s']:>7.0f} {r['containers_per_s']:>7.0f} "
                      f"{ratio:>5} {r['utilization']:>5.2f} {r['queue_p99']:>9.0f} {r['node_update_p50_us']:>9.0f} "
-                     f"{r['node_update_p99_us']:>9.0f} {r['node_update_cpu_mean_us']:>9.0f} {r['fallbacks']:>9}")
+                     f"{r['node_update_p99_us']:>9.0f} {r['node_update_cpu_mean_us']:>9.0f} {r['fallbacks']:>9} "
+                     + (f"{r['engine_decided_share']:>5.2f} " if "engine_decided_share" in r else f"{'-':>5} ")
+                     + (f"{r['engine_cpu_us_per_decision']:>6.0f}" if "engine_cpu_us_per_decision" in r
+                        else f"{'-':>6}"))
     return "\n".join(lines)
 
 
@@ -283,6 +388,33 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def plot_scaling(rows: list[dict], path: Path) -> None:
+    """Engine-decided share and containers/s (as a ratio to native) against node count, one line per engine case:
+    where the engine saturates shows as the share falling while the ratio holds (the plugin falls back)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for lab in dict.fromkeys(case_label(r) for r in rows if r["mode"] == "engine"):
+        case = sorted((r for r in rows if case_label(r) == lab), key=lambda r: r["nodes"])
+        xs = [r["nodes"] for r in case]
+        axes[0].plot(xs, [r.get("engine_decided_share", 0) for r in case], "o-", label=lab)
+        axes[1].plot(xs, [r.get("containers_ratio", float("nan")) for r in case], "o-", label=lab)
+    axes[0].axhline(0.95, color="grey", ls="--", lw=1)
+    axes[1].axhline(0.9, color="grey", ls="--", lw=1)
+    axes[0].set_ylim(0, 1.05)
+    axes[0].set_title("engine-decided share of containers (goal >= 0.95)")
+    axes[1].set_title("containers/s, engine / native (goal >= 0.9)")
+    for ax in axes:
+        ax.set_xlabel("simulated NodeManagers (1 heartbeat/s each)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None) -> int:
     global PROGRESS
     args = parse_args(argv)
@@ -296,6 +428,10 @@ def main(argv=None) -> int:
                 cases.append((scheduler, "native", "native", nodes))
             if "engine" in args.modes:
                 engine_class = SCHEDULERS[scheduler][1]
+                if scheduler in ENGINE_UNAVAILABLE:
+                    unavailable.append({"scheduler": scheduler, "mode": "engine", "nodes": nodes,
+                                        "reason": ENGINE_UNAVAILABLE[scheduler]})
+                    continue
                 if not class_built(engine_class):
                     unavailable.append({"scheduler": scheduler, "mode": "engine", "nodes": nodes,
                                         "reason": f"{engine_class} is not built in this checkout"})
@@ -320,6 +456,9 @@ def main(argv=None) -> int:
         try:
             plot(rows, args.out / "plugin_scale.png")
             log(f"plot: {args.out / 'plugin_scale.png'}")
+            if any(r["mode"] == "engine" for r in rows):
+                plot_scaling(rows, args.out / "plugin_scale_share.png")
+                log(f"plot: {args.out / 'plugin_scale_share.png'}")
         except ImportError:
             log("plot skipped: matplotlib is not installed")
     print(json.dumps(result))

@@ -70,6 +70,7 @@ CLASSPATH_FILE = TARGET / "lab-classpath.txt"
 TEST_CLASSES = TARGET / "test-classes"
 RESULTS = ROOT / "benchmarks" / "results" / "real_locality"
 DEFAULT_CLQLMRS_MODEL = ROOT / "models" / "clqlmrs-mini.safetensors"
+DEFAULT_CALIBRATION = ROOT / "models" / "calibration-docker-egress5.json"  # `emulator calibrate` on the shaped runs
 
 # HiBench's MapReduce micro profiles (bytes; TeraSort: rows of 100 bytes)
 HIBENCH = {"wordcount": {"tiny": 32_000, "small": 320_000_000},
@@ -899,6 +900,28 @@ def partial_report(path: Path, episodes: int = 5) -> str:
 # ---------------------------------------------------------------------------------------------- main
 
 
+def calibrated_report(results: Path, calibration: Path, episodes: int = 5) -> str:
+    """The calibrated emulator's job time and makespan beside a results file's measured ones (emulator/calibration.py;
+    its measured block layout and real per-map size), or one line saying why not."""
+    from emulator.calibration import (CalibrationError, format_rows, load_calibration, load_points, ranking_preserved,
+                                      residual_table)
+
+    try:
+        doc = load_calibration(calibration, warn=log)
+        points, shape, _ = load_points([results])
+    except CalibrationError as e:
+        return f"calibrated emulator: not shown ({e})"
+    if shape != doc["shape"]:
+        diff = ", ".join(f"{k} {shape.get(k)} vs {doc['shape'].get(k)}" for k in shape
+                         if shape.get(k) != doc["shape"].get(k))
+        return f"calibrated emulator: not shown ({calibration.name} is for another cluster shape: {diff})"
+    rows = residual_table(points, doc["time_model"], episodes)
+    lines = [f"calibrated emulator ({calibration.name}) beside the measured numbers:", format_rows(rows)]
+    for exp, r in ranking_preserved(rows).items():
+        lines.append(f"ranking {exp}: cluster {' < '.join(r['cluster'])}, emulator {' < '.join(r['emulator'])}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -947,9 +970,18 @@ def main(argv=None) -> int:
     p.add_argument("--report", type=Path, metavar="JSON",
                    help="print the Markdown table of a run cut short (its partial JSON) with the emulator's prediction, "
                         "and exit")
+    p.add_argument("--calibration", type=Path, default=DEFAULT_CALIBRATION,
+                   help="calibration file of `emulator calibrate`: print the calibrated emulator's job time and "
+                        "makespan beside the measured ones when the cluster shape matches; 'none' to skip "
+                        "(default %(default)s)")
+    p.add_argument("--calibrated-report", type=Path, metavar="JSON",
+                   help="print the calibrated emulator's prediction beside a results file's measurements, and exit")
     args = p.parse_args(argv)
     if args.report:
         log(partial_report(args.report, args.emulator_episodes))
+        return 0
+    if args.calibrated_report:
+        log(calibrated_report(args.calibrated_report, args.calibration, args.emulator_episodes))
         return 0
 
     policies = [x for x in args.policies.split(",") if x]
@@ -1147,6 +1179,8 @@ def main(argv=None) -> int:
     (args.out / f"real_locality-{stamp}.json").write_text(json.dumps(results, indent=1))
     png = args.out / f"real_locality-{stamp}.png"
     plot(results, png)
+    if str(args.calibration) != "none":
+        log("\n" + calibrated_report(args.out / f"real_locality-{stamp}.json", args.calibration, args.emulator_episodes))
     log(f"\nplugin: {results['plugin']}")
     log(f"wrote {args.out / f'real_locality-{stamp}.json'} and {png} ({results['seconds'] / 60:.1f} min)")
     # the issue's JSON: per policy over every experiment run (the first experiment when there is one)

@@ -30,6 +30,7 @@ import os
 import shlex
 import socket
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -99,6 +100,9 @@ class ClusterSpec:
     worker_egress_mbit: float | None = None
     fault_proxy: bool = False  # a fault proxy in front of the engine (the RM talks to faultproxy:50051)
     proxy_control_port: int | None = None  # host port of the proxy's control port; None = any free port
+    # extra yarn-site.xml properties of the ResourceManager only (e.g. yarn.scheduler.maximum-allocation-vcores):
+    # the image's template with these added, mounted read-only over it in the RM's container (no image rebuild)
+    rm_properties: dict[str, str] = field(default_factory=dict)
 
     @property
     def engine_address(self) -> str:
@@ -238,7 +242,8 @@ class Cluster:
             self._start("nn", images.HADOOP_IMAGE, ["namenode"], {NN_HTTP_PORT: self.spec.nn_port})
             for h in self.spec.worker_hosts():
                 self._start(h, images.HADOOP_IMAGE, ["worker"], {})
-            self._start("rm", images.HADOOP_IMAGE, ["resourcemanager"], {RM_HTTP_PORT: self.spec.rm_port})
+            self._start("rm", images.HADOOP_IMAGE, ["resourcemanager"], {RM_HTTP_PORT: self.spec.rm_port},
+                        volumes=self._rm_site_volume())
             if self.spec.engine:
                 self.start_engine(self.spec.policy, self.spec.policy_settings, wait=False)
                 if self.spec.fault_proxy:
@@ -290,6 +295,19 @@ class Cluster:
             net = self.client.networks.get(self.spec.network)
             subnet = net.attrs["IPAM"]["Config"][0]["Subnet"]
             self.subnet_prefix = subnet.rsplit(".", 1)[0]
+
+    def _rm_site_volume(self) -> dict[str, tuple[str, str]] | None:
+        """The RM's yarn-site template with spec.rm_properties added (None when there are none)."""
+        if not self.spec.rm_properties:
+            return None
+        from xml.sax.saxutils import escape
+
+        template = (Path(__file__).resolve().parent / "hadoop" / "conf" / "yarn-site.xml.in").read_text()
+        extra = "".join(f"  <property><name>{escape(k)}</name><value>{escape(str(v))}</value></property>\n"
+                        for k, v in self.spec.rm_properties.items())
+        path = Path(tempfile.gettempdir()) / f"yarnrl-{self.spec.name}-rm-yarn-site.xml.in"
+        path.write_text(template.replace("</configuration>", extra + "</configuration>"))
+        return {str(path): ("/opt/hadoop/etc/templates/yarn-site.xml.in", "ro")}
 
     def _env(self, role: str) -> dict[str, str]:
         s = self.spec

@@ -53,6 +53,7 @@ class DeepRMConfig:
     dominant: tuple[int, int] = (5, 10)  # units of res_slot = 20: 0.25-0.5 r
     other: tuple[int, int] = (1, 2)      # 0.05-0.1 r
     max_steps: int = 5000           # safety stop: a policy that never starts anything cannot run forever
+    nodes: int = 1                  # machines of res_slot units each; arrivals scale with them (load per node)
 
     def __post_init__(self):
         s = self.spec
@@ -61,6 +62,8 @@ class DeepRMConfig:
                              f"got {self.load}")
         if self.job_rate is not None and not 0.0 < self.job_rate <= 1.0:
             raise ValueError(f"job_rate must be in (0, 1], got {self.job_rate}")
+        if not 1 <= self.nodes <= 1000:
+            raise ValueError(f"nodes must be between 1 and 1000, got {self.nodes}")
         if not 1 <= self.simu_len <= 100_000:
             raise ValueError(f"simu_len must be between 1 and 100000, got {self.simu_len}")
         if self.dominant[1] > min(s.res_slot, s.max_job_size) or self.large_len[1] > s.time_horizon:
@@ -92,8 +95,12 @@ class DeepRMSimulation:
         self.spec = spec = cfg.spec
         self.seed = int(seed)
         rng = np.random.default_rng(self.seed)
-        arrive = rng.random(cfg.simu_len) < cfg.rate
-        n = int(arrive.sum())
+        if cfg.nodes == 1:
+            arrive = rng.random(cfg.simu_len) < cfg.rate
+            arrival = np.flatnonzero(arrive)
+        else:  # up to one arrival per node and step: the same load on each of the nodes
+            arrival = np.repeat(np.arange(cfg.simu_len), rng.binomial(cfg.nodes, cfg.rate, cfg.simu_len))
+        n = int(arrival.size)
         small = rng.random(n) < cfg.small_prob
         lengths = np.where(small, rng.integers(cfg.small_len[0], cfg.small_len[1] + 1, n),
                            rng.integers(cfg.large_len[0], cfg.large_len[1] + 1, n))
@@ -102,13 +109,15 @@ class DeepRMSimulation:
         res[np.arange(n), dominant] = rng.integers(cfg.dominant[0], cfg.dominant[1] + 1, n)
         self.length = lengths.astype(np.int64)
         self.demand = res.astype(np.int64)
-        self.arrival = np.flatnonzero(arrive).astype(np.int64)
+        self.arrival = arrival.astype(np.int64)
         self.start = np.full(n, -1, dtype=np.int64)
         self.finish = np.full(n, -1, dtype=np.int64)
         self.dropped = 0
         self.num_jobs = n
         self.capacity = np.full(spec.num_res, spec.res_slot, dtype=np.int64)
-        self.free = self.capacity.copy()
+        self.node_free = np.tile(self.capacity, (cfg.nodes, 1))
+        self.free = self.node_free[0]   # node 0's row (a view): the single machine of DeepRM's setting
+        self.node_of = np.zeros(n, dtype=np.int64)
         self.running: list[int] = []
         self.slots: list[int | None] = [None] * spec.num_slots
         self.backlog: deque[int] = deque()
@@ -120,6 +129,30 @@ class DeepRMSimulation:
         self._requests = 0
         self._cluster_ts = 1_700_000_000_000 + self.seed % 1_000_000_000
         self._arrive()
+
+    @classmethod
+    def from_jobs(cls, config: DeepRMConfig, jobs: list[tuple[int, int, int, int]], seed: int = 0):
+        """A simulation of a scripted job set: (arrival step, length in steps, memory units, vcore units) per job,
+        in arrival order (the sim == real tests and the plugin's DeepRM integration test)."""
+        sim = cls(config, seed)
+        arrival = [int(j[0]) for j in jobs]
+        if arrival != sorted(arrival) or any(a < 0 for a in arrival):
+            raise ValueError("scripted jobs must come in arrival order, at steps >= 0")
+        n = len(jobs)
+        sim.arrival = np.asarray(arrival, dtype=np.int64)
+        sim.length = np.asarray([int(j[1]) for j in jobs], dtype=np.int64)
+        sim.demand = np.asarray([[int(j[2]), int(j[3])] for j in jobs], dtype=np.int64).reshape(n, 2)
+        if (sim.length < 1).any() or (sim.demand < 0).any():
+            raise ValueError("scripted jobs need lengths >= 1 and demands >= 0")
+        sim.start = np.full(n, -1, dtype=np.int64)
+        sim.finish = np.full(n, -1, dtype=np.int64)
+        sim.node_of = np.zeros(n, dtype=np.int64)
+        sim.num_jobs = n
+        sim.slots = [None] * sim.spec.num_slots
+        sim.backlog.clear()
+        sim.next_arrival = sim.done_jobs = sim.dropped = 0
+        sim._arrive()
+        return sim
 
     # ------------------------------------------------------------------ dynamics
 
@@ -153,7 +186,7 @@ class DeepRMSimulation:
         keep = []
         for j in self.running:
             if self.finish[j] <= self.t:
-                self.free += self.demand[j]
+                self.node_free[self.node_of[j]] += self.demand[j]
                 self.done_jobs += 1
                 self._finished(j)
             else:
@@ -170,12 +203,12 @@ class DeepRMSimulation:
     def truncated(self) -> bool:
         return self.t >= self.cfg.max_steps
 
-    def fits(self, j: int) -> bool:
-        return bool((self.demand[j] <= self.free).all())   # the method: np.all's dispatch costs 5x here
+    def fits(self, j: int, node: int = 0) -> bool:
+        return bool((self.demand[j] <= self.node_free[node]).all())   # the method: np.all's dispatch costs 5x here
 
-    def start_job(self, j: int) -> None:
-        if not self.fits(j):
-            raise ValueError(f"job {j} does not fit the free resources {self.free.tolist()}")
+    def start_job(self, j: int, node: int = 0) -> None:
+        if not self.fits(j, node):
+            raise ValueError(f"job {j} does not fit the free resources {self.node_free[node].tolist()}")
         if j in self.slots:
             k = self.slots.index(j)
             self.slots[k] = self.backlog.popleft() if self.backlog else None
@@ -183,16 +216,17 @@ class DeepRMSimulation:
             self.backlog.remove(j)
         else:
             raise ValueError(f"job {j} is not waiting")
-        self.free -= self.demand[j]
+        self.node_free[node] -= self.demand[j]
+        self.node_of[j] = node
         self.start[j] = self.t
         self.finish[j] = self.t + self.length[j]
         self.running.append(j)
-        self._events.append(ContainerStarted(self._container_id(j), self._app_id(j), "cluster:0", self._ask_id(j),
-                                             timestamp_ms=self.t * self.spec.step_ms))
+        self._events.append(ContainerStarted(self._container_id(j), self._app_id(j), self._node_id(node),
+                                             self._ask_id(j), timestamp_ms=self.t * self.spec.step_ms))
 
     def _finished(self, j: int) -> None:
         ms = self.spec.step_ms
-        self._events.append(ContainerFinished(self._container_id(j), self._app_id(j), "cluster:0",
+        self._events.append(ContainerFinished(self._container_id(j), self._app_id(j), self._node_id(self.node_of[j]),
                                               int(self.length[j]) * ms, timestamp_ms=self.t * ms))
         self._events.append(JobFinished(self._app_id(j), runtime=float((self.finish[j] - self.arrival[j]) * ms),
                                         delay_ratio=float(self.finish[j] - self.arrival[j]) / float(self.length[j]),
@@ -216,6 +250,10 @@ class DeepRMSimulation:
     def _container_id(self, j: int) -> str:
         return f"container_{self._cluster_ts}_01_{j + 1:06d}"
 
+    @staticmethod
+    def _node_id(node: int) -> str:
+        return f"cluster:{node}" if node == 0 else f"node{node}:0"
+
     def _resource(self, units: np.ndarray) -> Resource:
         return Resource(int(units[0]) * self.spec.memory_unit_mb, int(units[1]) if units.shape[0] > 1 else 0)
 
@@ -227,6 +265,50 @@ class DeepRMSimulation:
 
     def any_fits(self) -> bool:
         return any(j is not None and self.fits(j) for j in self.slots)
+
+    def any_waiting_fits(self, node: int) -> bool:
+        """Whether any waiting job (slots or backlog) fits this node: when YARN's plugin would ask the engine."""
+        return any(self.fits(j, node) for j, _ in self.waiting())
+
+    def observe_yarn(self, node: int = 0) -> ScheduleObservation:
+        """The heartbeat of `node` as the plugin builds it (yarn_plugin Snapshots): every waiting job's ask in
+        submission order, its length only as the application tag yarnrl.expected-runtime-ms (and, parsed,
+        expected_runtime_ms, as JobTags passes it), the node's running containers with their start times but no
+        remaining time, no slots. The engine builds DeepRM's view from it (policy_engine.deeprm_view)."""
+        ms = self.spec.step_ms
+        waiting = sorted(j for j, _ in self.waiting())
+        asks = []
+        for j in waiting:
+            runtime = int(self.length[j]) * ms
+            asks.append(Ask(
+                ask_id=f"{self._app_id(j)}/0/0", application_id=self._app_id(j), priority=0,
+                resource=self._resource(self.demand[j]), num_containers=1, locality=(LocalityRequest(ANY, 1),),
+                submit_time_ms=int(self.arrival[j]) * ms,
+                job=JobMetadata(expected_runtime_ms=runtime, tags={"yarnrl.expected-runtime-ms": str(runtime)})))
+        running = tuple(
+            Container(self._container_id(j), self._app_id(j), self._resource(self.demand[j]), int(self.start[j]) * ms)
+            for j in self.running if self.node_of[j] == node)
+        total = self._resource(self.capacity)
+        nodes = self.cfg.nodes
+        cluster_total = self._resource(self.capacity * nodes)
+        cluster_free = self._resource(self.node_free.sum(axis=0))
+        n = Node(node_id=self._node_id(node), host=f"node{node}", rack="/default-rack", total=total,
+                 unallocated=self._resource(self.node_free[node]), running=running, timestamp_ms=self.t * ms)
+        self._requests += 1
+        return ScheduleObservation(node=n, asks=asks, cluster=ClusterSummary(nodes, 1, cluster_total, cluster_free),
+                                   request_id=f"{self.seed}-{self._requests}")
+
+    def apply_yarn(self, decision: ScheduleDecision, node: int) -> int:
+        """Start the decision's jobs on `node` (asks named as observe_yarn names them)."""
+        by_ask = {f"{self._app_id(j)}/0/0": j for j, _ in self.waiting()}
+        started = 0
+        for a in decision.assignments:
+            j = by_ask.pop(a.ask_id, None)
+            if j is None or a.count != 1:
+                raise ValueError(f"assignment {a.ask_id!r} x{a.count} does not name one waiting job")
+            self.start_job(j, node)
+            started += 1
+        return started
 
     def observe(self) -> ScheduleObservation:
         ms = self.spec.step_ms
@@ -276,7 +358,7 @@ class DeepRMSimulation:
         fin = self.finish >= 0
         fin &= self.finish <= self.t
         slow = (self.finish[fin] - self.arrival[fin]) / self.length[fin]
-        cap_steps = max(self.t, 1) * self.spec.num_res * self.spec.res_slot
+        cap_steps = max(self.t, 1) * self.spec.num_res * self.spec.res_slot * self.cfg.nodes
         work = float((self.length[self.start >= 0][:, None] * self.demand[self.start >= 0]).sum())
         return {
             "slowdown": float(slow.mean()) if slow.size else float("nan"),

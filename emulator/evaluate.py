@@ -25,12 +25,13 @@ def summarise(values: list[float]) -> dict[str, float]:
 
 def run_policy(scenario: Scenario, policy: str, episodes: int, seed: int, model: str | None = None,
                remote: str | None = None, options: dict | None = None, progress: bool = True,
-               timeout: float = 5.0, decision_log: str | None = None, log_rotate_mb: float | None = None
-               ) -> list[dict]:
+               timeout: float = 5.0, decision_log: str | None = None, log_rotate_mb: float | None = None,
+               shadow: str | None = None, batched: bool = False) -> list[dict]:
     """Episode i uses seed `seed + i`, so every policy sees the same workloads."""
     results = []
     with make_driver(policy, model=model, remote=remote, options=options, timeout=timeout,
-                     decision_log=decision_log, log_rotate_mb=log_rotate_mb) as driver:
+                     decision_log=decision_log, log_rotate_mb=log_rotate_mb, shadow=shadow,
+                     batched=batched) as driver:
         bar = tqdm(range(episodes), desc=f"{scenario.name} {policy}", unit="ep", file=sys.stderr,
                    disable=not progress, leave=False)
         for i in bar:
@@ -40,15 +41,16 @@ def run_policy(scenario: Scenario, policy: str, episodes: int, seed: int, model:
 
 def compare(scenario: Scenario, policies: list[str], episodes: int, seed: int, against: str | None = None,
             models: dict[str, str] | None = None, remote: str | None = None, progress: bool = True,
-            timeout: float = 5.0, decision_log: str | None = None, log_rotate_mb: float | None = None
-            ) -> dict[str, Any]:
+            timeout: float = 5.0, decision_log: str | None = None, log_rotate_mb: float | None = None,
+            shadow: str | None = None, batched: bool = False) -> dict[str, Any]:
     models = models or {}
     for p in policies:  # a policy that cannot answer this scenario's calls fails here, not mid-episode
         check_policy(scenario, p)
     if against is not None and against not in policies:  # before hours of episodes, not after
         raise ValueError(f"--against {against!r} is not among the compared policies {policies}")
     per_policy = {p: run_policy(scenario, p, episodes, seed, models.get(p), remote, progress=progress,
-                                timeout=timeout, decision_log=decision_log, log_rotate_mb=log_rotate_mb)
+                                timeout=timeout, decision_log=decision_log, log_rotate_mb=log_rotate_mb,
+                                shadow=shadow, batched=batched)
                   for p in policies}
     out: dict[str, Any] = {"scenario": scenario.name, "episodes": episodes, "seed": seed, "policies": {}}
     for p, eps in per_policy.items():

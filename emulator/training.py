@@ -23,6 +23,7 @@ class AlgoSpec:
     name: str
     fn: TrainFn
     families: frozenset[str] = frozenset()  # scenario families it trains on; empty: any
+    parallel: bool = False                  # plays its episodes in a rollout pool (--workers, --ray)
 
 
 _ALGOS: dict[str, AlgoSpec] = {}
@@ -37,11 +38,13 @@ class IncompatibleAlgorithm(ValueError):
     """A training algorithm asked to train on a scenario family it cannot (rl-fc on DeepRM's cluster)."""
 
 
-def register_algo(name: str, fn: TrainFn, families: frozenset[str] | set[str] = frozenset()) -> TrainFn:
-    """`families`: the scenario families the algorithm trains on (e.g. {"multicluster"}); checked before training."""
+def register_algo(name: str, fn: TrainFn, families: frozenset[str] | set[str] = frozenset(),
+                  parallel: bool = False) -> TrainFn:
+    """`families`: the scenario families the algorithm trains on (e.g. {"multicluster"}); checked before training.
+    `parallel`: `fn` takes `rollouts` (an emulator.learners.rollouts.RolloutSpec: --workers, --ray)."""
     if name in _ALGOS:
         raise ValueError(f"training algorithm {name!r} registered twice")
-    _ALGOS[name] = AlgoSpec(name, fn, frozenset(families))
+    _ALGOS[name] = AlgoSpec(name, fn, frozenset(families), parallel)
     return fn
 
 
@@ -83,9 +86,19 @@ def check_algo(algo: str, scenario: str | Scenario) -> AlgoSpec:
     return a
 
 
+def parallel_algorithms() -> list[str]:
+    """The algorithms whose episodes `--workers` / `--ray` spread over processes."""
+    return [a for a in algorithms() if _ALGOS[a].parallel]
+
+
 def train(algo: str, scenario: Scenario, episodes: int | None, seed: int, out: str | Path, resume: bool = False,
-          progress: bool = True, options: dict | None = None) -> dict[str, Any]:
+          progress: bool = True, options: dict | None = None, rollouts: Any = None) -> dict[str, Any]:
+    """`rollouts`: an emulator.learners.rollouts.RolloutSpec for the algorithms registered `parallel`."""
     algo_spec(algo)  # an unknown name first, whatever the scenario
     a = check_algo(algo, scenario)
+    kwargs = {"rollouts": rollouts} if a.parallel else {}
+    if rollouts is not None and not a.parallel and (rollouts.workers != 1 or rollouts.ray_address is not None):
+        raise IncompatibleAlgorithm(f"--workers / --ray play episodes in parallel for "
+                                    f"{', '.join(parallel_algorithms())}, not {algo!r}")
     return a.fn(scenario=scenario, episodes=episodes, seed=seed, out=Path(out), resume=resume,
-                progress=progress, options=options or {})
+                progress=progress, options=options or {}, **kwargs)

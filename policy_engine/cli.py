@@ -139,6 +139,13 @@ def cmd_serve(args) -> int:
     positive("--watch-interval", args.watch_interval)
     options = parse_options(args.set)
     policy = build_policy(args.policy, args.model, options)
+    from policy_engine.deeprm_view import DeepRMViewConfig
+
+    try:
+        deeprm = DeepRMViewConfig(step_ms=args.deeprm_step_ms, image=args.deeprm_image,
+                                  default_runtime_ms=args.deeprm_default_runtime_ms)
+    except ValueError as e:
+        raise UsageError(f"--deeprm-*: {e}") from None
     if args.workers < 1:
         raise UsageError(f"--workers must be >= 1, not {args.workers}")
     workers: list[subprocess.Popen] = []
@@ -151,6 +158,7 @@ def cmd_serve(args) -> int:
                              f"{'; '.join(state)}) that would split across processes; serve it with one worker")
         if args.port == 0:
             args.port = _free_port(args.host)
+    check_console(args, security)
     if not args.reuse_port:  # a worker's port is already taken by its siblings, on purpose
         check_can_listen(args.host, args.port)
         if args.metrics_port:
@@ -167,7 +175,9 @@ def cmd_serve(args) -> int:
                           security=security, model_path=args.model,
                           rebuild=lambda path: build_policy(args.policy, path, options),
                           watch_s=args.watch_interval if args.watch else None,
-                          forward_sighup=tuple(w.pid for w in workers)))
+                          forward_sighup=tuple(w.pid for w in workers), deeprm=deeprm,
+                          ui_port=args.ui_port, ui_host=args.ui_host, rm_address=args.rm_address,
+                          ui_tls=(args.tls_cert, args.tls_key) if args.tls_cert else None))
     except OSError as e:
         raise CommandFailed(f"cannot serve: {e}") from None
     finally:
@@ -179,6 +189,36 @@ def cmd_serve(args) -> int:
             except subprocess.TimeoutExpired:
                 w.kill()
     return 0
+
+
+def check_console(args, security) -> None:
+    """--ui-port / --ui-host / --rm-address: a bad combination, an exposed console or a taken port is one line
+    here (exit 2), before anything starts."""
+    if args.ui_port is None:
+        if args.rm_address is not None:
+            raise UsageError("--rm-address is read by the console: give --ui-port N too")
+        return
+    check_port("--ui-port", args.ui_port)
+    if args.workers > 1:
+        raise UsageError("--ui-port shows one engine process; serve the console with --workers 1")
+    if args.ui_port != 0 and args.ui_port in (args.port, args.metrics_port):
+        raise UsageError(f"--ui-port {args.ui_port} is taken by --port or --metrics-port; give it another one")
+    if args.rm_address is not None:
+        host, sep, port = args.rm_address.split("://", 1)[-1].rstrip("/").rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise UsageError(f"--rm-address takes the RM's web address HOST:PORT (e.g. rm:8088), got "
+                             f"{args.rm_address!r}")
+    from policy_engine.console import check_ui_exposure
+
+    why = check_ui_exposure(args.ui_host, security.tls, bool(security.token))
+    if why:
+        raise UsageError(why)
+    if args.ui_port:
+        try:
+            check_can_listen(args.ui_host, args.ui_port)
+        except CommandFailed as e:
+            raise UsageError(str(e).replace("cannot serve:", "cannot serve the console:")
+                             .replace("--port 0", "--ui-port 0")) from None
 
 
 def _free_port(host: str) -> int:
@@ -457,6 +497,25 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also reload when the --model file changes (polls its mtime and sha256)")
     rl.add_argument("--watch-interval", type=float, default=2.0, metavar="SECONDS",
                     help="seconds between looks at the --model file with --watch (default 2)")
+    dr = s.add_argument_group("DeepRM on YARN", "how the engine builds DeepRM's job-slot view from plugin heartbeats "
+                              "for deeprm-pg, sjf, sjf-holdback, packer and deeprm-random (policy_engine.deeprm_view); "
+                              "jobs tag their run time with the application tag yarnrl.expected-runtime-ms=MS")
+    dr.add_argument("--deeprm-step-ms", type=int, default=1000, metavar="MS",
+                    help="real time of one DeepRM time step (default 1000; models are trained in steps)")
+    dr.add_argument("--deeprm-image", choices=["node", "pooled"], default="node",
+                    help="node: each heartbeat's node is DeepRM's machine (default); pooled: the whole cluster is")
+    dr.add_argument("--deeprm-default-runtime-ms", type=int, default=10_000, metavar="MS",
+                    help="length of an untagged (or badly tagged) job while its queue has no finished container to "
+                         "estimate from (default 10000)")
+    ui = s.add_argument_group("console", "a live page for operators (policy_engine/console): the model, decisions/s, "
+                              "latency, errors, locality mix (and YARN's in shadow mode), the plugin's fallbacks")
+    ui.add_argument("--ui-port", type=int, metavar="N",
+                    help="serve the console on this port (0 picks one; its URL is printed at start)")
+    ui.add_argument("--ui-host", default="127.0.0.1",
+                    help="address of the console (default loopback; any other needs --tls-cert and --token-file)")
+    ui.add_argument("--rm-address", metavar="HOST:PORT",
+                    help="the ResourceManager's web address (e.g. rm:8088): the console reads the plugin's "
+                         "fallbacks and breaker state from its JMX servlet")
     s.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # set on the workers
     s.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     s.set_defaults(fn=cmd_serve)

@@ -69,6 +69,11 @@ class PolicyEngineClient:
         """Answers in request order; `timeout` bounds the whole stream."""
         return self.stub.ScheduleStream(iter(requests), timeout=timeout)
 
+    def schedule_batch(self, request: pb.ScheduleBatchRequest,
+                       timeout: float | None = None) -> pb.ScheduleBatchResponse:
+        """Many node heartbeats in one call (policy_engine.batch); needs GetInfo capability "schedule-batch"."""
+        return self.stub.ScheduleBatch(request, timeout=self._t(timeout))
+
     def route(self, request: pb.RouteRequest, timeout: float | None = None) -> pb.RouteResponse:
         return self.stub.Route(request, timeout=self._t(timeout))
 
@@ -162,6 +167,10 @@ class AsyncPolicyEngineClient:
     def schedule_stream(self, requests: AsyncIterable[pb.ScheduleRequest] | Iterable[pb.ScheduleRequest],
                         timeout: float | None = None):
         return self.stub.ScheduleStream(requests, timeout=timeout)
+
+    async def schedule_batch(self, request: pb.ScheduleBatchRequest,
+                             timeout: float | None = None) -> pb.ScheduleBatchResponse:
+        return await self.stub.ScheduleBatch(request, timeout=self.timeout if timeout is None else timeout)
 
     async def route(self, request: pb.RouteRequest, timeout: float | None = None) -> pb.RouteResponse:
         return await self.stub.Route(request, timeout=self.timeout if timeout is None else timeout)

@@ -224,7 +224,12 @@ def decode_schedule(req: pb.ScheduleRequest) -> ScheduleObservation:
         asks.append(ask)
     cluster = _cluster(req.cluster)
     return ScheduleObservation(node=_apply_calculator(node, cluster), asks=asks, cluster=cluster,
-                               request_id=req.request_id)
+                               request_id=req.request_id, shadow=req.shadow)
+
+
+def request_is_shadow(data: bytes) -> bool:
+    """ScheduleRequest.shadow of a serialized request (a decision log's `observation`)."""
+    return parse_schedule_request(data).shadow
 
 
 def parse_schedule_request(data: bytes) -> pb.ScheduleRequest:
@@ -454,7 +459,7 @@ def _raise_ask_error(a: pb.ResourceAsk, i: int, seen: set[str]) -> None:
 
 
 def encode_schedule(obs: ScheduleObservation) -> pb.ScheduleRequest:
-    req = pb.ScheduleRequest(request_id=obs.request_id)
+    req = pb.ScheduleRequest(request_id=obs.request_id, shadow=obs.shadow)
     n, node = req.node, obs.node
     n.node_id, n.host, n.rack, n.timestamp_ms = node.node_id, node.host, node.rack, node.timestamp_ms
     _resource_pb(node.total, n.total)

@@ -28,7 +28,8 @@ import numpy as np
 
 from policy_engine.learning import DEFAULT_CAPACITY, LearningLoop
 from policy_engine.locality import AskOnNode, place
-from policy_engine.policy import (ROUTE, SCHEDULE, SCHEDULING_OPPORTUNITIES, ObservationMismatch, Policy,
+from policy_engine.deeprm_view import DeepRMView, DeepRMViewConfig, policy_shape
+from policy_engine.policy import (DEEPRM_JOBS, ROUTE, SCHEDULE, SCHEDULING_OPPORTUNITIES, ObservationMismatch, Policy,
                                   make_learner)
 from policy_engine.types import (
     Assignment,
@@ -127,8 +128,10 @@ class EngineState:
     """Everything an engine keeps between calls, in one place (the engine owns it; policies read what they declare
     through their observations, learners keep their own state behind the learning queue)."""
 
-    def __init__(self, track_opportunities: bool):
+    def __init__(self, track_opportunities: bool, deeprm: DeepRMView | None = None):
         self.opportunities = OpportunityTracker() if track_opportunities else None
+        # DeepRM's job slots, backlog, lengths and cluster image from plugin heartbeats (policies that read them)
+        self.deeprm = deeprm
         self.decisions = itertools.count(1)
         self.id_prefix = os.urandom(4).hex()
 
@@ -212,8 +215,23 @@ class EngineMetrics:
         self.reloads = Counter("yarnrl_model_reloads", "Live model reloads (SIGHUP or --watch) by result: ok, "
                                "refused (bad file; the old model kept serving), unchanged", ["result"],
                                registry=self.registry)
+        self.deeprm_estimates = Counter(
+            "yarnrl_deeprm_runtime_estimates", "DeepRM jobs whose length was estimated (the queue's finished "
+            "containers, else the default) because the yarnrl.expected-runtime-ms tag was missing, malformed or "
+            "absurd", ["reason"], registry=self.registry)
         self.unauthenticated = Counter("yarnrl_unauthenticated", "RPCs refused for a missing or wrong bearer "
                                        "token (--token-file)", registry=self.registry)
+        # Shadow mode (ScheduleRequest.shadow): the engine's decision is not applied; YARN's placements come back as
+        # ContainerStarted events naming the decision (policy_engine/shadow.py).
+        self.shadow_decisions = Counter("yarnrl_shadow_decisions", "Shadow-mode decisions (answered, not applied)",
+                                        registry=self.registry)
+        self.shadow_containers = Counter(
+            "yarnrl_shadow_containers", "Shadow mode: containers by who placed them (engine: what it would have "
+            "placed; yarn: what YARN placed on the same heartbeats) and locality", ["placed_by", "locality"],
+            registry=self.registry)
+        self.shadow_placements = Counter(
+            "yarnrl_shadow_placements", "ContainerStarted events matched to a shadow decision, by whether the "
+            "engine had chosen the same node for that ask (agree) or not", ["outcome"], registry=self.registry)
         # Labelled children, looked up once (labels() costs microseconds on every decision otherwise).
         self._decided: dict[tuple[str, str], Any] = {}
         self._placed: dict[Locality, Any] = {}
@@ -244,12 +262,13 @@ class Engine:
     in-process driver and offline training: deterministic, nothing dropped)."""
 
     def __init__(self, policy: Policy, metrics: EngineMetrics | None = None, learning: str = "inline",
-                 queue_capacity: int = DEFAULT_CAPACITY):
+                 queue_capacity: int = DEFAULT_CAPACITY, deeprm: DeepRMViewConfig | None = None):
         if learning not in ("thread", "inline"):
             raise ValueError(f"learning must be 'thread' or 'inline', not {learning!r}")
         self.policy = policy
         self.metrics = metrics
-        self.state = EngineState(SCHEDULING_OPPORTUNITIES in policy.reads)
+        self.deeprm_config = deeprm or DeepRMViewConfig()
+        self.state = EngineState(SCHEDULING_OPPORTUNITIES in policy.reads, self._deeprm_view(policy))
         # In-process observers of Report events (offline training logs); online learners go through `learning`.
         self.listeners: list[EventListener] = []
         # Called on each observation before the policy sees it, to add what the caller did not send (for example
@@ -263,8 +282,20 @@ class Engine:
         self.learner = None
         self.learning: LearningLoop | None = None
         self.decision_log = None  # policy_engine.decision_log.DecisionLog, when attached
+        self._shadow = None  # policy_engine.shadow.ShadowRecorder, made on the first shadow request
         self._learning_mode = learning
         self._queue_capacity = queue_capacity
+
+    def _deeprm_view(self, policy: Policy) -> DeepRMView | None:
+        if DEEPRM_JOBS not in policy.reads:
+            return None
+        view = DeepRMView(*policy_shape(policy), self.deeprm_config)
+        view.on_estimate = self._count_estimate
+        return view
+
+    def _count_estimate(self, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.deeprm_estimates.labels(reason).inc()
 
     @property
     def opportunities(self) -> OpportunityTracker | None:
@@ -285,7 +316,19 @@ class Engine:
         if opportunities is not None:
             opportunities.offer(obs)
         learning = self.learning
-        if learning is None:
+        deeprm = self.state.deeprm
+        seen = deeprm.observe(obs) if deeprm is not None else None
+        if seen is not None:
+            # a plugin heartbeat: the policy decides on DeepRM's view of it, the answer is checked against the real
+            # node (after the admitted applications' own asks, which the view serves first)
+            view, first = seen
+            if learning is None:
+                raw = policy.schedule(view)
+            else:
+                raw, trace = policy.schedule_traced(view)
+            decision, cut = clip_schedule(obs, ScheduleDecision(first + list(raw.assignments)))
+            deeprm.settle(view, decision)
+        elif learning is None:
             decision, cut = clip_schedule(obs, policy.schedule(obs))
         else:
             raw, trace = policy.schedule_traced(obs)
@@ -333,6 +376,8 @@ class Engine:
             raise ValueError(f"cannot swap policy {self.policy.name!r} for {policy.name!r}")
         old = self.learning
         self.policy = policy
+        if self.state.deeprm is not None and policy_shape(policy) != (self.state.deeprm.spec, self.state.deeprm.m):
+            self.state.deeprm = self._deeprm_view(policy)  # a model of another shape: its jobs start afresh
         if old is not None:
             self.learner, self.learning = None, None
             self.attach_learner()
@@ -368,11 +413,22 @@ class Engine:
         t0 = time.perf_counter()
         decision = self.schedule(obs)
         decision_id = self.state.next_decision_id()
+        if obs.shadow:
+            self.shadow.decided(decision_id, obs, decision)
         dlog = self.decision_log
         if dlog is not None:
             dlog.schedule(obs, decision, decision_id, self.policy, time.perf_counter() - t0,
                           raw=None if self.annotators else raw)
         return decision, decision_id
+
+    @property
+    def shadow(self):
+        """What this engine would have placed against what YARN placed, for shadow requests (policy_engine.shadow)."""
+        if self._shadow is None:
+            from policy_engine.shadow import ShadowRecorder
+
+            self._shadow = ShadowRecorder(self.metrics)
+        return self._shadow
 
     def route_logged(self, obs: RouteObservation) -> tuple[RouteDecision, str]:
         t0 = time.perf_counter()
@@ -452,14 +508,19 @@ class Engine:
         if self.decision_log is not None:
             self.decision_log.events(events)
         opportunities = self.state.opportunities
+        deeprm = self.state.deeprm
         m = self.metrics
         for ev in events:
             if opportunities is not None and isinstance(ev, JobFinished) and ev.job_id:
                 opportunities.forget_application(ev.job_id)
+            if deeprm is not None:
+                deeprm.event(ev)
             if m is not None:
                 m.reports.labels(ev.kind).inc()
             for annotate in self.event_annotators:
                 annotate(ev)
+            if self._shadow is not None:  # after the labeler: YARN's placement with the engine's read level
+                self._shadow.observe(ev)
             for listener in self.listeners:
                 listener(ev)
         if self.learning is not None:

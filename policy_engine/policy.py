@@ -32,8 +32,12 @@ from policy_engine.types import (  # noqa: F401  (ObservationMismatch: re-export
 SCHEDULE = "schedule"
 # What the engine can fill into observations for a policy that declares it in `Policy.reads`.
 SCHEDULING_OPPORTUNITIES = "scheduling_opportunities"  # Ask.scheduling_opportunities, counted across heartbeats
+# DeepRM's job-slot view (slots, backlog, lengths, the image's running containers) built by the engine from a plugin
+# heartbeat (policy_engine.deeprm_view); observations that already are such a view (the emulator's) pass through.
+DEEPRM_JOBS = "deeprm_jobs"
 ROUTE = "route"
 REPORT_CAPABILITY = "report"
+SCHEDULE_BATCH_CAPABILITY = "schedule-batch"  # GetInfo: the engine speaks ScheduleBatch (many nodes per call)
 ONLINE_LEARNING = "online-learning"
 # What a scenario (or the YARN plugin) asks a policy for, in words for error messages.
 CAPABILITY_WORDS = {SCHEDULE: "schedules containers on node heartbeats", ROUTE: "routes jobs to clusters"}
@@ -52,6 +56,9 @@ class Policy:
     # What a Route request must carry for this policy: "jobs" (a job buffer and candidate clusters) or "manager"
     # (a DSRAP cluster manager's view); the engine refuses the other kind before the policy sees it.
     route_observes: ClassVar[str] = "jobs"
+    # True when the policy assigns nothing on a node where no pending ask fits (and so reads nothing else there):
+    # the batched path (policy_engine.batch) then answers such a node without calling it.
+    idle_without_room: ClassVar[bool] = False
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         raise NotImplementedError(f"policy {self.name!r} does not schedule on node heartbeats")

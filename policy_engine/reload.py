@@ -58,6 +58,8 @@ class ModelReloader:
         self.build = build
         self.metrics = metrics
         self.on_swap = on_swap
+        # on_result(reason, result, old_version, new_version, error): every outcome (the console's reload history)
+        self.on_result: Callable[..., None] | None = None
         self.reloaded = 0
         self.refused = 0
         self.last_error = ""
@@ -68,6 +70,11 @@ class ModelReloader:
     def _count(self, result: str) -> None:
         if self.metrics is not None:
             self.metrics.reloads.labels(result).inc()
+
+    def _note(self, reason: str, result: str, old=None, new=None, error: str = "") -> None:
+        if self.on_result is not None:
+            self.on_result(reason, result, getattr(old, "model_version", None), getattr(new, "model_version", None),
+                           error)
 
     def _load(self):
         """In a worker thread: check and build the new policy, or raise ArtifactError / OSError / ValueError."""
@@ -93,6 +100,7 @@ class ModelReloader:
                 self.last_error = str(e)
                 self._digest = file_digest(self.path)  # do not retry this content until it changes
                 self._count("refused")
+                self._note(reason, "refused", self.engine.policy, None, str(e))
                 log.error("model reload (%s) refused, the old model keeps serving: %s", reason, e)
                 print(f"policy-engine: model reload refused ({reason}): {e}", flush=True)
                 return False
@@ -100,11 +108,13 @@ class ModelReloader:
             old = self.engine.policy
             if policy.model_checksum and policy.model_checksum == old.model_checksum:
                 self._count("unchanged")
+                self._note(reason, "unchanged", old, policy)
                 log.info("model reload (%s): %s is the model already serving", reason, self.path)
                 return False
             old_learning = self.engine.swap_policy(policy)  # on the loop: between two calls
             self.reloaded += 1
             self._count("ok")
+            self._note(reason, "ok", old, policy)
             if self.on_swap is not None:
                 self.on_swap(old, policy)
             print(f"policy-engine: reloaded model ({reason}): {old.model_version or '-'} -> "

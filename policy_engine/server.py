@@ -35,8 +35,16 @@ from policy_engine.codec import (
     encode_schedule_decision_bytes,
     parse_schedule_request,
 )
+from policy_engine.batch import (
+    MAX_BATCH_NODES,
+    BatchScheduler,
+    encode_batch_decision_bytes,
+    parse_batch_request,
+)
+from policy_engine.codec import MAX_ASKS
 from policy_engine.engine import Engine, EngineMetrics, clip_schedule
-from policy_engine.policy import REPORT_CAPABILITY, SCHEDULE, ObservationMismatch, Policy
+from policy_engine.policy import (REPORT_CAPABILITY, SCHEDULE, SCHEDULE_BATCH_CAPABILITY, ObservationMismatch,
+                                  Policy)
 from policy_engine.proto import SERVICE_NAME, pb, pb_grpc
 from policy_engine.security import ServerSecurity, TokenAuthInterceptor
 from policy_engine.types import (
@@ -56,6 +64,8 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 # A Report answers once the online learner has taken its events in (so the caller's next Schedule sees what was
 # learned; the emulator's remote mode relies on it), or after this long when the learner is behind.
 REPORT_WAIT_S = 0.5
+# ScheduleResponse.shadow = true (field 20, varint): appended to a shadow request's answer (fields in number order)
+SHADOW_ANSWER = b"\xa0\x01\x01"
 
 
 class _Refused(Exception):
@@ -68,8 +78,14 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
     def __init__(self, engine: Engine, metrics: EngineMetrics):
         self.engine = engine
         self.metrics = metrics
-        self._latency = {rpc: metrics.latency.labels(rpc) for rpc in ("schedule", "route", "report")}
+        self._latency = {rpc: metrics.latency.labels(rpc) for rpc in ("schedule", "route", "report",
+                                                                       "schedule_batch")}
         self._decoder = ScheduleDecoder()
+        self._batcher = BatchScheduler(engine)
+        # Batches are decided one at a time, in arrival order (their node views share live counts); other calls
+        # are answered between a batch's slices.
+        self._batch_lock = asyncio.Lock()
+        self._batch = BatchMetrics(metrics)
 
     # ------------------------------------------------------------ messages <-> engine (the codec does the rest)
 
@@ -77,7 +93,9 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         engine, policy = self.engine, self.engine.policy
         obs = decode_schedule(req)
         decision, decision_id = engine.schedule_logged(obs)
-        return encode_schedule_decision(decision, obs.request_id, decision_id, policy.name, policy.model_version)
+        resp = encode_schedule_decision(decision, obs.request_id, decision_id, policy.name, policy.model_version)
+        resp.shadow = obs.shadow
+        return resp
 
     def schedule_bytes(self, data: bytes) -> bytes:
         """Schedule and ScheduleStream receive serialized requests and answer serialized responses (see
@@ -89,8 +107,9 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         else:
             obs, raw = self._decoder.decode(data), data
         decision, decision_id = engine.schedule_logged(obs, raw)
-        return encode_schedule_decision_bytes(decision, obs.request_id, decision_id, policy.name,
+        data = encode_schedule_decision_bytes(decision, obs.request_id, decision_id, policy.name,
                                               policy.model_version)
+        return data + SHADOW_ANSWER if obs.shadow else data
 
     def route_message(self, req: pb.RouteRequest) -> pb.RouteResponse:
         engine, policy = self.engine, self.engine.policy
@@ -100,10 +119,13 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
 
     def info_message(self) -> pb.GetInfoResponse:
         policy = self.engine.policy
+        capabilities = policy.capabilities | {REPORT_CAPABILITY}
+        if SCHEDULE in capabilities:
+            capabilities |= {SCHEDULE_BATCH_CAPABILITY}
         return pb.GetInfoResponse(
             protocol_version=PROTOCOL_VERSION, policy=policy.name, model_version=policy.model_version,
-            model_checksum=policy.model_checksum, capabilities=sorted(policy.capabilities | {REPORT_CAPABILITY}),
-            engine_version=__version__,
+            model_checksum=policy.model_checksum, capabilities=sorted(capabilities),
+            engine_version=__version__, max_batch_nodes=MAX_BATCH_NODES, max_batch_asks=MAX_ASKS,
         )
 
     def _call(self, rpc: str, fn, request):
@@ -138,6 +160,50 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
                 yield self._call("schedule", self.schedule_bytes, request)
             except _Refused as r:
                 await context.abort(r.code, f"request {_request_id(request)!r}: {r.message}")
+
+    async def ScheduleBatch(self, request: bytes, context):
+        """Many node heartbeats, the asks once (policy_engine.batch). Decided on the event loop's thread (the
+        engine's state is not shared across threads) in slices of about 2 ms, handing the loop back between
+        slices: a 10,000-node batch does not hold up health checks or other calls."""
+        t0 = time.perf_counter()
+        metrics, batch_metrics = self.metrics, self._batch
+        policy = self.engine.policy
+        if SCHEDULE not in policy.capabilities:
+            metrics.errors.labels("schedule_batch", "UNIMPLEMENTED").inc()
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                                f"policy {policy.name!r} does not schedule on node heartbeats")
+        try:
+            batch = self._batcher.decode(parse_batch_request(request), request)
+        except InvalidRequest as e:
+            metrics.errors.labels("schedule_batch", "INVALID_ARGUMENT").inc()
+            batch_metrics.refused("batch", 1)
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"batch refused: {e}")
+        except Exception as e:  # a decoder bug: said as INTERNAL, never gRPC's UNKNOWN
+            log.exception("schedule_batch: decoding failed")
+            metrics.errors.labels("schedule_batch", "INTERNAL").inc()
+            await context.abort(grpc.StatusCode.INTERNAL,
+                                f"schedule_batch failed in the engine: {type(e).__name__}: {e}")
+        async with self._batch_lock:
+            steps = self._batcher.steps(batch)
+            try:
+                while True:
+                    next(steps)
+                    await asyncio.sleep(0)  # let other calls in between slices of the batch
+                    if context.cancelled():  # the caller gave up (its deadline passed): it schedules natively
+                        batch_metrics.refused("abandoned", 1)
+                        return b""
+            except StopIteration as stop:
+                decision = stop.value
+            except Exception as e:  # a policy bug: the caller falls back for the whole batch
+                log.exception("schedule_batch failed")
+                metrics.errors.labels("schedule_batch", "INTERNAL").inc()
+                await context.abort(grpc.StatusCode.INTERNAL,
+                                    f"schedule_batch failed in the engine: {type(e).__name__}: {e}")
+        policy = self.engine.policy
+        out = encode_batch_decision_bytes(decision, policy.name, policy.model_version)
+        batch_metrics.observe(batch, decision)
+        self._latency["schedule_batch"].observe(time.perf_counter() - t0)
+        return out
 
     async def Route(self, request, context):
         return await self._unary("route", self.route_message, request, context)
@@ -180,6 +246,39 @@ class PolicyEngineService(pb_grpc.PolicyEngineServicer):
         context.set_trailing_metadata((("yarnrl-asks-total", str(self.engine.asks_seen)),
                                        ("yarnrl-asks-with-blocks", str(self.engine.asks_with_blocks))))
         return self.info_message()
+
+
+class BatchMetrics:
+    """Prometheus metrics of the batched path, in the engine's registry."""
+
+    def __init__(self, metrics: EngineMetrics):
+        from prometheus_client import Counter, Histogram
+
+        registry = metrics.registry
+        self.nodes = Histogram("yarnrl_batch_nodes", "Nodes per ScheduleBatch call",
+                               buckets=(1, 4, 16, 64, 128, 256, 512, 1024, 4096, 10_000), registry=registry)
+        self.outcomes = Counter("yarnrl_batch_node_answers", "Nodes of ScheduleBatch calls by outcome: decided (a "
+                                "policy call), idle (nothing fits: answered without one), refused (malformed node)",
+                                ["outcome"], registry=registry)
+        self.refusals = Counter("yarnrl_batch_refused", "Refusals on the batched path: a whole batch (past a "
+                                "limit, unparsable), a node, an ask; and batches abandoned half-decided because "
+                                "the caller cancelled (its deadline passed)", ["what"], registry=registry)
+        self._outcome = {k: self.outcomes.labels(k) for k in ("decided", "idle", "refused")}
+        self._refused = {k: self.refusals.labels(k) for k in ("batch", "node", "ask", "abandoned")}
+
+    def refused(self, what: str, n: int) -> None:
+        if n:
+            self._refused[what].inc(n)
+
+    def observe(self, batch, decision) -> None:
+        n = len(batch.nodes)
+        self.nodes.observe(n)
+        refused = len(batch.node_errors)
+        self._outcome["refused"].inc(refused)
+        self._outcome["idle"].inc(decision.idle_nodes)
+        self._outcome["decided"].inc(n - refused - decision.idle_nodes)
+        self.refused("node", refused)
+        self.refused("ask", len(batch.ask_errors))
 
 
 class _Malformed:
@@ -273,7 +372,7 @@ class _RawScheduleRequests:
     request deserializer), so the server's ScheduleDecoder reads it, and answering serialized responses (no
     response serializer); every other method is as generated."""
 
-    RAW = ("Schedule", "ScheduleStream")
+    RAW = ("Schedule", "ScheduleStream", "ScheduleBatch")
 
     def __init__(self, server):
         self.server = server
@@ -336,7 +435,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
                 reuse_port: bool = False, decision_log: str | None = None,
                 log_rotate_mb: float | None = None, security: ServerSecurity | None = None,
                 model_path: str | None = None, rebuild=None, watch_s: float | None = None,
-                forward_sighup: tuple[int, ...] = ()) -> None:
+                forward_sighup: tuple[int, ...] = (), deeprm=None, ui_port: int | None = None,
+                ui_host: str = "127.0.0.1", ui_tls: tuple[str, str] | None = None,
+                rm_address: str | None = None) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled).
 
     `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations, and
@@ -347,11 +448,14 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     `security`: TLS / mTLS credentials and the bearer token every RPC must carry (None: plaintext, no token).
     `model_path` + `rebuild(path) -> Policy`: SIGHUP reloads the model (and every `watch_s` seconds when the file
     changed); `forward_sighup`: pids (the other --workers) that get the SIGHUP too.
+    `deeprm`: policy_engine.deeprm_view.DeepRMViewConfig for DeepRM's policies (time step, node or pooled image).
+    `ui_port`: serve the live console (policy_engine.console) on `ui_host`, on its own thread, with the engine's
+    token and `ui_tls` (cert, key files); `rm_address`: the RM's web address the console reads the plugin's JMX from.
     """
     security = security or ServerSecurity()
     metrics = EngineMetrics()
     if engine is None:
-        engine = Engine(policy, metrics, learning="thread")  # the learner runs in its own thread, off the loop
+        engine = Engine(policy, metrics, learning="thread", deeprm=deeprm)  # the learner runs in its own thread
         engine.attach_learner()
     engine.metrics = metrics
     engine.bind_metrics()
@@ -396,6 +500,13 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         from prometheus_client import start_http_server
 
         start_http_server(metrics_port, addr=host if ":" not in host else "::", registry=metrics.registry)
+    console_server = None
+    if ui_port is not None:
+        from policy_engine.console import Console, ConsoleServer
+
+        console = Console(engine, metrics, rm_address=rm_address, security_desc=security.describe())
+        console_server = ConsoleServer(console, ui_host, ui_port, token=security.token,
+                                       certfile=ui_tls[0] if ui_tls else None, keyfile=ui_tls[1] if ui_tls else None)
     warmed = warm_up(policy)
     log.info("decision path warmed up in %.1f ms", warmed * 1000)
     await server.start()
@@ -410,6 +521,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     print(f"policy-engine: policy={policy.name} model={policy.model_version or '-'} listening on {host}:{bound}"
           + (f" metrics=http://{host}:{metrics_port}/metrics" if metrics_port is not None else "")
           + f" security={security.describe()}", flush=True)
+    if console_server is not None:
+        console_server.start()
+        print(f"policy-engine: console={console_server.url}", flush=True)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -424,6 +538,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
         from policy_engine.reload import ModelReloader
 
         reloader = ModelReloader(engine, model_path, rebuild, metrics)
+        if console_server is not None:
+            reloader.on_result = console_server.console.record_reload
         if watch_s:
             tasks.append(asyncio.ensure_future(reloader.watch(watch_s)))
 
@@ -446,6 +562,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     if ready is not None:
         ready.port = bound  # type: ignore[attr-defined]
         ready.reloader = reloader  # type: ignore[attr-defined]
+        ready.console = console_server  # type: ignore[attr-defined]
         ready.set()
     try:
         await stop.wait()
@@ -455,6 +572,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
             task.cancel()
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace_s)
+        if console_server is not None:
+            await asyncio.to_thread(console_server.close)
         if locator is not None:
             locator.close()
         await asyncio.to_thread(engine.close)  # the learner's final save: file I/O, off the event loop

@@ -231,6 +231,7 @@ class ScheduleObservation:
     asks: list[Ask]
     cluster: ClusterSummary = field(default_factory=ClusterSummary)
     request_id: str = ""
+    shadow: bool = False  # ScheduleRequest.shadow: the answer is recorded, never applied (policy_engine/shadow.py)
 
 
 @dataclass(slots=True)

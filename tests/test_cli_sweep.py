@@ -553,8 +553,24 @@ def decision_log_cases() -> list[Case]:
     ]
 
 
+def calibration_cases() -> list[Case]:
+    """`emulator calibrate` and `--calibration FILE` (the fit's own refusals are in tests/test_calibration.py)."""
+    return [
+        Case("emulator", ["calibrate", "--out", "{tmp}/cal.json"], 2, ("required: --runs",), id="calibrate-no-runs"),
+        Case("emulator", ["calibrate", "--runs", "{missing}", "--out", "{tmp}/cal.json"], 2, ("does not exist",),
+             id="calibrate-missing-runs"),
+        Case("emulator", ["calibrate", "--runs", "{text}", "--out", "{tmp}/cal.json"], 1,
+             ("not a real_locality results file",),
+             id="calibrate-text-runs"),
+        Case("emulator", ["run", "--scenario", "locality-wordcount", "--policy", "fifo", "--calibration",
+                          "{missing}"], 2, ("does not exist",), id="run-calibration-missing"),
+        Case("emulator", ["run", "--scenario", "locality-wordcount", "--policy", "fifo", "--calibration",
+                          "{text}"], 2, ("is not a calibration file",), id="run-calibration-text"),
+    ]
+
+
 CASES = (generic_cases() + mismatch_cases() + file_cases() + remote_cases() + value_cases()
-         + decision_log_cases())
+         + decision_log_cases() + calibration_cases())
 
 
 # ---------------------------------------------------------------------------------------------------------------

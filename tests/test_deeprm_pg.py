@@ -458,3 +458,15 @@ def test_learning_curves_benchmark_summarises_runs(tmp_path):
     bad = subprocess.run([sys.executable, str(script), str(tmp_path / "missing.json"), "--out", str(tmp_path / "x")],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "not a deeprm-pg learning curve" in bad.stderr
+
+
+def test_two_worker_processes_train_the_same_model(tiny_run, tmp_path):
+    """`emulator train --workers 2` (emulator.learners.rollouts): the rollouts of an iteration are played in two
+    processes; every rollout is seeded by (seed, iteration, jobset, rollout), so the model is the one-process one."""
+    out, summary = tiny_run
+    two = _train(tmp_path, 6, "--workers", "2")
+    a, _ = load_artifact(out / "model.safetensors")
+    b, meta = load_artifact(tmp_path / "model.safetensors")
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert two["final"] == summary["final"] and meta["hyperparameters"]["workers"] == 2

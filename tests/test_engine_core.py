@@ -215,7 +215,7 @@ def _imports(path: Path) -> set[str]:
 
 def test_only_the_server_client_and_codec_touch_protobuf():
     allowed = {"policy_engine/server.py", "policy_engine/client.py", "policy_engine/codec.py",
-               "policy_engine/proto.py"}
+               "policy_engine/proto.py", "policy_engine/batch.py"}  # batch.py: the batched path's codec too
     offenders = []
     for path in list((REPO / "policy_engine").rglob("*.py")) + list((REPO / "emulator").rglob("*.py")):
         rel = path.relative_to(REPO).as_posix()

@@ -38,7 +38,8 @@ def test_short_fuzz_run_finds_no_crash(tmp_path):
     assert result["valid_call_after"] and result["wire"]["unanswered_probes"] == 0
     # enough inputs of every kind to mean something, even on a loaded machine
     assert result["in_process"]["inputs"] >= 500, result["in_process"]
-    assert all(result["in_process"]["by_target"].get(t, 0) >= 50 for t in ("schedule", "route", "report"))
+    assert all(result["in_process"]["by_target"].get(t, 0) >= 50
+               for t in ("schedule", "route", "report", "schedule_batch"))
     assert result["wire"]["inputs"] >= 30 and sum(result["wire"]["raw_connections"].values()) >= 5
     assert {"OK", "INVALID_ARGUMENT"} <= set(result["distinct_codes"])
 

@@ -68,3 +68,23 @@ def test_small_cluster_native_and_engine(tmp_path):
             assert row["policy"] == "native" and row["fallbacks"] == 0
     if ("capacity", "engine") not in cases:  # RlCapacityScheduler not built in this checkout: said so, not hidden
         assert any(u["scheduler"] == "capacity" for u in result["unavailable"])
+
+
+def test_engine_figures_from_counters_and_histogram():
+    """The issue-24 columns: engine-decided share over the measured window, fallbacks by reason, engine CPU per
+    decision and latency quantiles from the engine's Prometheus histogram."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import plugin_scale as ps
+
+    # 100 decisions: 50 under 0.1 ms, 40 more under 0.25 ms, 10 more under 1 ms
+    buckets = [(1e-4, 50), (2.5e-4, 90), (1e-3, 100), (float("inf"), 100)]
+    assert ps.histogram_quantile(buckets, 0.5) == pytest.approx(1e-4)
+    assert ps.histogram_quantile(buckets, 0.99) == pytest.approx(2.5e-4 + (1e-3 - 2.5e-4) * 0.9)
+    row = {"mode": "engine", "engine": {"EngineContainers": 95, "NativeContainers": 5, "FallbacksTimeout": 3,
+                                        "FallbacksError": 0},
+           "engine_process": {"cpu_s": 0.5, "decisions": 10_000, "schedule_latency_p99_ms": 1.5}}
+    ps.add_engine_figures(row)
+    assert row["engine_decided_share"] == pytest.approx(0.95)
+    assert row["fallbacks_by_reason"] == {"Timeout": 3}
+    assert row["engine_cpu_us_per_decision"] == pytest.approx(50.0)
+    assert row["engine_schedule_latency_p99_ms"] == 1.5

@@ -268,7 +268,7 @@ def test_served_policy_gives_the_in_process_decisions(model_file):
 
 # ---------------------------------------------------------------- training end to end on the real emulator
 
-TINY = ["--set", "hidden=[16,8]", "--set", "train_samples=20", "--set", "minibatch=10", "--set", "buffer_size=300",
+TINY = ["--set", "rollout_batch=2", "--set", "hidden=[16,8]", "--set", "train_samples=20", "--set", "minibatch=10", "--set", "buffer_size=300",
         "--set", "eval_every=2", "--set", "eval_episodes=2", "--set", "checkpoint_every=2",
         "--set", "baselines=sf-e,random"]
 
@@ -336,17 +336,17 @@ def test_resume_continues_exactly_where_the_run_stopped(tiny_run, tmp_path, monk
     from policy_engine.artifact import load_artifact
 
     straight_dir, straight = tiny_run
-    run = rl_fc.RlFcTrainer.run_episode
+    learn = rl_fc.RlFcTrainer.learn
 
-    def killed_after_two(self):
+    def killed_after_two(self, played):
         if self.episode == 2:
             raise KeyboardInterrupt  # the process dies after the checkpoint of episode 2
-        return run(self)
+        return learn(self, played)
 
-    monkeypatch.setattr(rl_fc.RlFcTrainer, "run_episode", killed_after_two)
+    monkeypatch.setattr(rl_fc.RlFcTrainer, "learn", killed_after_two)
     with pytest.raises(KeyboardInterrupt):
         _train_cli(tmp_path, 4)
-    monkeypatch.setattr(rl_fc.RlFcTrainer, "run_episode", run)
+    monkeypatch.setattr(rl_fc.RlFcTrainer, "learn", learn)
     with pytest.raises(SystemExit, match="other hyper-parameters"):
         _train_cli(tmp_path, 4, "--resume", "--set", "lr=0.5")
     resumed = _train_cli(tmp_path, 4, "--resume")
@@ -369,3 +369,79 @@ def test_remote_episodes_match_in_process(tiny_run):
     local = compare(scenario, ["rl-fc"], 2, 5, models=models, progress=False)
     remote = compare(scenario, ["rl-fc"], 2, 5, models=models, remote="spawn", progress=False)
     assert local["policies"] == remote["policies"]
+
+
+def test_two_worker_processes_and_a_resume_train_the_same_model(tiny_run, tmp_path, monkeypatch):
+    """--workers 2 plays the episodes in two processes: the same seed gives the same model as in one process,
+    also when the run is killed and resumed with another worker count."""
+    import json
+
+    from emulator.learners import rl_fc
+    from policy_engine.artifact import load_artifact
+
+    straight_dir, straight = tiny_run
+    a, _ = load_artifact(straight_dir / "model.safetensors")
+    two = _train_cli(tmp_path / "two", 4, "--workers", "2")
+    assert two["rollouts"] == {"workers": 2, "ray": None} and straight["rollouts"] == {"workers": 1, "ray": None}
+    learn = rl_fc.RlFcTrainer.learn
+
+    def killed_after_two(self, played):
+        if self.episode == 2:
+            raise KeyboardInterrupt
+        return learn(self, played)
+
+    monkeypatch.setattr(rl_fc.RlFcTrainer, "learn", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        _train_cli(tmp_path / "resumed", 4, "--workers", "2")
+    monkeypatch.setattr(rl_fc.RlFcTrainer, "learn", learn)
+    resumed = _train_cli(tmp_path / "resumed", 4, "--resume", "--workers", "3")
+    for run, summary in (("two", two), ("resumed", resumed)):
+        b, _ = load_artifact(tmp_path / run / "model.safetensors")
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=f"{run}: {k}")
+        assert summary["final"] == straight["final"], run
+
+    def rows(d):
+        return [(r["episode"], r["tmdl"], r["loss"]) for r in json.loads((d / "learning-curve.json").read_text())
+                ["episodes"]]
+
+    assert rows(tmp_path / "two") == rows(straight_dir) == rows(tmp_path / "resumed")
+
+
+def test_domain_randomisation_draws_seeded_workloads_within_the_ranges(tmp_path):
+    """demand_scales / rate_scales: every training episode plays a workload drawn from the ranges, the same one for
+    the same (seed, episode); validation stays on the scenario's own workload."""
+    import json
+
+    from emulator.scenario import get_scenario
+    from emulator.scenarios.multicluster import rate_scaled, varied
+    from policy_engine.policy import OptionError
+
+    cfg = RlFcConfig.from_options({"demand_scales": "0.7,1.3", "rate_scales": "[0.8,1.25]"})
+    assert cfg.demand_scales == (0.7, 1.3) and cfg.rate_scales == (0.8, 1.25) and cfg.randomised()
+    draws = [cfg.draw_workload(3, ep) for ep in range(1, 41)]
+    assert draws == [cfg.draw_workload(3, ep) for ep in range(1, 41)] != [cfg.draw_workload(4, ep)
+                                                                          for ep in range(1, 41)]
+    d, r = np.array(draws).T
+    assert 0.7 <= d.min() < 0.8 and 1.2 < d.max() <= 1.3 and 0.8 <= r.min() < 0.9 and 1.15 < r.max() <= 1.25
+    assert RlFcConfig().draw_workload(3, 1) == (1.0, 1.0) and not RlFcConfig().randomised()
+    for bad in ("1.3,0.7", "0,1", "1", "0.5,1,2"):
+        with pytest.raises(OptionError, match="demand_scales takes a range"):
+            RlFcConfig.from_options({"demand_scales": bad})
+    # the varied workloads: more frequent arrivals, larger requests; 1.0 leaves the scenario as it is
+    base = get_scenario("multicluster-uniform")
+    assert varied(base, 1.0, 1.0).describe() == base.describe()
+    assert rate_scaled(base.pattern, 1.25).b == 31 and rate_scaled(base.pattern, 0.8).b == 49
+    assert varied(base, 1.25, 1.0).profile.executors == (62, 438)
+    bern = get_scenario("multicluster-bernoulli").pattern
+    assert rate_scaled(bern, 1.25).rho == pytest.approx(0.1)
+    out = tmp_path / "dr"
+    _train_cli(out, 2, "--set", "demand_scales=0.7,1.3", "--set", "rate_scales=0.8,1.25")
+    rows = json.loads((out / "learning-curve.json").read_text())["episodes"]
+    assert [(r["demand_scale"], r["rate_scale"]) for r in rows] == [tuple(round(x, 4) for x in cfg.draw_workload(3, e))
+                                                                    for e in (1, 2)]
+    with pytest.raises(SystemExit, match="vary RL-FC's own workloads"):
+        from emulator.cli import main
+
+        main(["train", "--scenario", "hetero-elastic-uniform", "--algo", "rl-fc", "--out", str(tmp_path / "x"),
+              "--set", "rate_scales=0.8,1.2"])

@@ -228,7 +228,7 @@ def test_served_policy_gives_the_in_process_decisions(model_file):
 # ---------------------------------------------------------------- training end to end on the real emulator
 
 # The paper's network (Table 2) on 300-job episodes; B = 600 decisions in minibatches of 60 (10 Adam steps a pass).
-SHORT = ["--set", "batch=600", "--set", "minibatch=60", "--set", "buffer_size=3000", "--set", "eval_every=3",
+SHORT = ["--set", "rollout_batch=3", "--set", "batch=600", "--set", "minibatch=60", "--set", "buffer_size=3000", "--set", "eval_every=3",
          "--set", "eval_episodes=2", "--set", "checkpoint_every=3"]
 
 
@@ -285,17 +285,17 @@ def test_resume_is_bit_identical(tiny_run, tmp_path, monkeypatch):
     from policy_engine.artifact import load_artifact
 
     straight_dir, straight = tiny_run
-    run = rl_lsfc.RlLsfcTrainer.run_episode
+    learn = rl_lsfc.RlLsfcTrainer.learn
 
-    def killed_after_three(self):
+    def killed_after_three(self, played):
         if self.episode == 3:
             raise KeyboardInterrupt  # the process dies after the checkpoint of episode 3
-        return run(self)
+        return learn(self, played)
 
-    monkeypatch.setattr(rl_lsfc.RlLsfcTrainer, "run_episode", killed_after_three)
+    monkeypatch.setattr(rl_lsfc.RlLsfcTrainer, "learn", killed_after_three)
     with pytest.raises(KeyboardInterrupt):
         _train_cli(tmp_path, 6)
-    monkeypatch.setattr(rl_lsfc.RlLsfcTrainer, "run_episode", run)
+    monkeypatch.setattr(rl_lsfc.RlLsfcTrainer, "learn", learn)
     with pytest.raises(SystemExit, match="other hyper-parameters"):
         _train_cli(tmp_path, 6, "--resume", "--set", "beta=0.5")
     resumed = _train_cli(tmp_path, 6, "--resume")
@@ -306,3 +306,15 @@ def test_resume_is_bit_identical(tiny_run, tmp_path, monkeypatch):
     for k in a:
         np.testing.assert_array_equal(a[k], b[k])
     assert resumed["final"] == straight["final"]
+
+
+def test_two_worker_processes_train_the_same_model(tiny_run, tmp_path):
+    from policy_engine.artifact import load_artifact
+
+    straight_dir, straight = tiny_run
+    two = _train_cli(tmp_path, 6, "--workers", "2")
+    a, _ = load_artifact(straight_dir / "model.safetensors")
+    b, _ = load_artifact(tmp_path / "model.safetensors")
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert two["final"] == straight["final"] and two["rollouts"]["workers"] == 2

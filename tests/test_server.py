@@ -46,7 +46,7 @@ def test_health_is_serving_and_info_names_policy(fifo):
     info = fifo.client.info()
     assert info.protocol_version == PROTOCOL_VERSION
     assert info.policy == "fifo"
-    assert set(info.capabilities) == {"schedule", "report"}
+    assert set(info.capabilities) == {"schedule", "schedule-batch", "report"}
 
 
 def test_remote_decisions_equal_in_process_decisions(fifo):

@@ -15,6 +15,9 @@ CRL -0.25, DRL -0.5, NO -1) divided by the episode's number of map tasks (all st
 reduces and for letting the node go. Missed scheduling opportunities are counted as the engine counts them.
 info["metrics"] on the last step: the scenario's metrics (local-task rate, job time, ...).
 reset(options={"episode_seed": s}) runs the simulator episode that the scenario runs for seed s.
+calibration=PATH (a file of `emulator calibrate`) runs the time model fitted to a real cluster and, where the
+keyword arguments give none, its shape (nodes, racks, heartbeat, replication, shaped link); `nodes=...` and the
+other locality scenario parameters build the cluster as the `locality-*` scenarios do.
 """
 
 from __future__ import annotations
@@ -38,11 +41,21 @@ class LocalityEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, app: str = "wordcount", max_candidates: int = 8, max_steps: int = 100_000,
-                 heartbeat_ms: int = 1000, max_idle_heartbeats: int = 5_000, **workload: Any):
+                 heartbeat_ms: int = 1000, max_idle_heartbeats: int = 5_000, calibration: str | None = None,
+                 **workload: Any):
         if max_candidates < 1:
             raise ValueError(f"max_candidates must be >= 1, got {max_candidates}")
-        self.workload = WorkloadConfig(app=app, **workload)
-        self.cluster = ClusterConfig(heartbeat_ms=heartbeat_ms)
+        self.times = None
+        if calibration is not None or "times" in workload or "nodes" in workload:
+            # a calibrated (or otherwise shaped) cluster: built as the locality scenario builds it
+            from emulator.scenarios.locality import LocalityScenario
+
+            scenario = LocalityScenario(app, heartbeat_ms=None if calibration and heartbeat_ms == 1000 else heartbeat_ms,
+                                        calibration=calibration, **workload)
+            self.workload, self.cluster, self.times = scenario.workload, scenario.cluster, scenario.times
+        else:
+            self.workload = WorkloadConfig(app=app, **workload)
+            self.cluster = ClusterConfig(heartbeat_ms=heartbeat_ms)
         self.max_candidates = int(max_candidates)
         self.max_steps = int(max_steps)
         self.max_idle_heartbeats = int(max_idle_heartbeats)
@@ -90,7 +103,7 @@ class LocalityEnv(gym.Env):
         if options and "episode_seed" in options:  # replay a scenario episode: same seed, same cluster and jobs
             episode_seed = int(options["episode_seed"])
         self.sim = YarnSimulation(self.workload, episode_seed, self.cluster,
-                                  max_idle_heartbeats=self.max_idle_heartbeats)
+                                  max_idle_heartbeats=self.max_idle_heartbeats, times=self.times)
         self.tracker = OpportunityTracker()
         self._maps = self.sim.expected_maps
         self._steps = 0

@@ -92,34 +92,61 @@ def plot_learning_curve(path: Path, history: Sequence[dict[str, Any]], series: S
     return path
 
 
+def rounds(start: int, end: int, size: int) -> list[tuple[int, int]]:
+    """The rounds of episodes start+1..end: (first, last) 1-based, cut at multiples of `size` (so a run resumed at
+    a round's end plays the same rounds as one that never stopped)."""
+    out = []
+    while start < end:
+        stop = min(end, (start // size + 1) * size)
+        out.append((start + 1, stop))
+        start = stop
+    return out
+
+
 def run_episodes(trainer: Any, cfg: Any, desc: str, validation: tuple[str, str, str], enabled: bool = True) -> None:
-    """The episode loop RL-FC and RL-LSFC share: run episodes up to `cfg.episodes`, evaluate every
-    `cfg.eval_every`, checkpoint and redraw the curve every `cfg.checkpoint_every`, time training and wall clock, and
-    end on an evaluation of the last episode. `validation` = (progress-bar label, metric key, format) of the metric
-    shown from the latest evaluation."""
+    """The episode loop RL-FC and RL-LSFC share, in rounds of `cfg.rollout_batch` episodes played by the trainer's
+    rollout pool while the learner fits the previous round.
+
+    Round r is played with the weights learned from rounds 0..r-2 (the weights of the round before when it was
+    submitted), so while the learner trains on round r-1 the workers already play round r. Which weights play
+    which episode depends only on the round size, never on how many workers there are or where they run: the same
+    seed gives the same model. After each round: evaluate when the round reached a multiple of `cfg.eval_every`,
+    checkpoint (with the weights of the round in flight) at a multiple of `cfg.checkpoint_every`. `validation` =
+    (progress-bar label, metric key, format) of the metric shown from the latest evaluation."""
     import time
 
     label, key, fmt = validation
     bar = progress(cfg.episodes, trainer.episode, desc, enabled=enabled)
     last_eval = trainer.curve[-1] if trainer.curve else None
-    while trainer.episode < cfg.episodes:
-        t0 = time.perf_counter()
-        row = trainer.run_episode()
-        trainer.train_seconds += time.perf_counter() - t0
-        ep = trainer.episode
-        if ep % cfg.eval_every == 0 or ep == cfg.episodes:
+    plan = rounds(trainer.episode, cfg.episodes, cfg.rollout_batch)
+    t0 = time.perf_counter()
+    in_flight = trainer.submit_round(*plan[0], trainer.play_weights) if plan else None
+    for i, (first, last) in enumerate(plan):
+        # the next round goes out with the weights learned so far, before this round is learned from
+        upcoming = trainer.network_weights()
+        nxt = trainer.submit_round(*plan[i + 1], upcoming) if i + 1 < len(plan) else None
+        row = None
+        for episode in in_flight:
+            row = trainer.learn(episode.result())
+            bar.update(1)
+        trainer.play_weights = upcoming
+        in_flight = nxt
+        now = time.perf_counter()
+        trainer.train_seconds += now - t0
+        if last // cfg.eval_every > (first - 1) // cfg.eval_every or last == cfg.episodes:
             last_eval = trainer.evaluate()
-        trainer.wall_seconds += time.perf_counter() - t0
-        if ep % cfg.checkpoint_every == 0 and ep < cfg.episodes:
+        if last // cfg.checkpoint_every > (first - 1) // cfg.checkpoint_every and last < cfg.episodes:
             trainer.checkpoint()
             trainer.write_curve(plot=trainer.plot_due())
+        t1 = time.perf_counter()
+        trainer.wall_seconds += t1 - t0
+        t0 = t1
         post = {"eps1": f"{row['eps1']:.3f}", "tmdl": f"{row['tmdl']:.0f}"}
         if row["loss"] is not None:
             post["loss"] = f"{row['loss']:.4f}"
         if last_eval:
             post[label] = format(last_eval[key], fmt)
         bar.set_postfix(post)
-        bar.update(1)
     bar.close()
     if not trainer.curve or trainer.curve[-1]["episode"] != trainer.episode:
         t0 = time.perf_counter()

@@ -32,7 +32,6 @@ import dataclasses
 import json
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -391,7 +390,8 @@ class DeepRMPgTrainer:
         self.imitation: dict[str, Any] | None = None
         self.train_seconds = 0.0
         self.wall_seconds = 0.0
-        self.pool: ProcessPoolExecutor | None = None
+        self.pool = None          # emulator.learners.rollouts: inline, local processes or Ray
+        self.rollouts = None      # --workers / --ray (a RolloutSpec); None: cfg.workers local processes
         self._plotted_at = time.monotonic()
 
     # ---------------------------------------------------------------- one iteration
@@ -404,17 +404,14 @@ class DeepRMPgTrainer:
         jobs = [(tensors, k % len(self.configs), self.jobset_seed(self.iteration, k),
                  [[self.seed, self.iteration, k, r] for r in range(self.cfg.rollouts)])
                 for k in range(self.cfg.jobsets)]
-        if self.cfg.workers > 1:
-            if self.pool is None:
-                import multiprocessing
+        if self.pool is None:
+            from emulator.learners.rollouts import RolloutSpec, make_pool
 
-                self.pool = ProcessPoolExecutor(self.cfg.workers, mp_context=multiprocessing.get_context("fork"),
-                                                initializer=_init_worker,
-                                                initargs=(self.configs, self.cfg.mask_invalid,
-                                                          self.cfg.max_rollout_steps, self.keep_busy))
-            return list(self.pool.map(play_jobset, *zip(*jobs)))
-        _init_worker(self.configs, self.cfg.mask_invalid, self.cfg.max_rollout_steps, self.keep_busy)
-        return [play_jobset(*job) for job in jobs]
+            spec = self.rollouts or RolloutSpec(self.cfg.workers)
+            self.pool = make_pool(spec, _init_worker, (self.configs, self.cfg.mask_invalid,
+                                                       self.cfg.max_rollout_steps, self.keep_busy))
+        futures = [self.pool.submit(play_jobset, *job) for job in jobs]
+        return [f.result() for f in futures]
 
     def entropy_weight(self) -> float:
         """The entropy bonus's coefficient at this iteration (linear decay to 0 at `entropy_decay`)."""
@@ -646,7 +643,7 @@ class DeepRMPgTrainer:
 
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.shutdown()
+            self.pool.close()
             self.pool = None
 
 
@@ -687,12 +684,18 @@ def plot_learning_curve(data: dict[str, Any], path: Path) -> None:
 
 
 def train_deeprm_pg(scenario: Scenario, episodes: int | None, seed: int, out: Path, resume: bool = False,
-                    progress: bool = True, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`emulator train --algo deeprm-pg`: iterations of REINFORCE, evaluations, checkpoints, the artifact."""
-    cfg = DeepRMPgConfig.from_options(dict(options or {}), iterations=episodes)
+                    progress: bool = True, options: dict[str, Any] | None = None,
+                    rollouts: Any = None) -> dict[str, Any]:
+    """`emulator train --algo deeprm-pg`: iterations of REINFORCE, evaluations, checkpoints, the artifact.
+    `rollouts` (--workers, --ray) takes the place of `--set workers=N`; the model does not depend on either."""
+    options = dict(options or {})
+    if rollouts is not None:
+        options["workers"] = rollouts.workers
+    cfg = DeepRMPgConfig.from_options(options, iterations=episodes)
     ckpt = common.prepare_out(out, CHECKPOINT, resume)
     started = time.perf_counter()
     trainer = DeepRMPgTrainer(scenario, cfg, seed, out)
+    trainer.rollouts = rollouts
     if resume:
         trainer.restore(ckpt)
     if cfg.init and trainer.imitation is None:
@@ -743,4 +746,4 @@ def train_deeprm_pg(scenario: Scenario, episodes: int | None, seed: int, out: Pa
             "first_beat_sjf": trainer.first_beat_sjf, "learning_curve": str(out / CURVE_PNG)}
 
 
-register_algo("deeprm-pg", train_deeprm_pg, families={"deeprm"})
+register_algo("deeprm-pg", train_deeprm_pg, families={"deeprm"}, parallel=True)

@@ -32,6 +32,13 @@ CURVE_PNG = "learning-curve.png"
 PLOT_EVERY_S = 300.0
 # hyper-parameters a resumed run may change (how long it runs and how often it reports), not what it learns
 RESUMABLE_CHANGES = ("episodes", "eval_every", "checkpoint_every", "threads")
+# the numeric type of the weights sent to the rollout workers
+WEIGHTS_DTYPE = np.float32
+
+
+def train_seed(cfg: Any, seed: int, episode: int) -> int:
+    """Workload seed of 0-based training `episode` of a run seeded `seed`."""
+    return cfg.train_seed + 100_000 * seed + episode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +68,12 @@ class ReplayRun:
     state_dim: int
     n_actions: int
 
+    # set by the subclass: the module-level functions a rollout worker runs (see emulator.learners.rollouts)
+    pool: Any = None
+
     def init_run_state(self) -> None:
         self.episode = 0                              # episodes completed
+        self.play_weights: dict[str, np.ndarray] | None = None   # weights the next round is played with
         self.curve: list[dict[str, Any]] = []         # one row per evaluation
         self.train_rows: list[dict[str, Any]] = []    # one row per training episode
         self.baselines: dict[str, dict[str, float]] = {}
@@ -76,11 +87,48 @@ class ReplayRun:
         return time.monotonic() - self._plotted_at >= PLOT_EVERY_S
 
     def train_seed(self, episode: int) -> int:
-        return self.cfg.train_seed + 100_000 * self.seed + episode
+        return train_seed(self.cfg, self.seed, episode)
+
+    # ---------------------------------------------------------------- rollouts (emulator.learners.rollouts)
+
+    def network_weights(self) -> dict[str, np.ndarray]:
+        """The network's weights as the rollout workers' numpy policy reads them."""
+        raise NotImplementedError
+
+    def start_rollouts(self, spec: Any) -> None:
+        """Start the pool that plays this run's episodes (`--workers`, `--ray`); `worker_setup()` says what every
+        worker builds once."""
+        from emulator.learners.rollouts import make_pool
+
+        setup, args = self.worker_setup()
+        self.pool = make_pool(spec, setup, args)
+        if self.play_weights is None:
+            self.play_weights = self.network_weights()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+    def worker_setup(self) -> tuple[Callable, tuple]:
+        raise NotImplementedError
+
+    def submit_round(self, first: int, last: int, weights: dict[str, np.ndarray]) -> list[Any]:
+        """Episodes first..last (1-based) played with `weights`, as futures in episode order."""
+        return [self.pool.submit(self.play_fn, weights, ep) for ep in range(first, last + 1)]
+
+    def play_fn(self, weights: dict[str, np.ndarray], episode: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def evaluate_episodes(self, fn: Callable, weights: dict[str, np.ndarray] | None, name: str,
+                          seeds: list[int]) -> list[dict[str, float]]:
+        """Validation episodes of one policy (`weights` for the learned one, `name` for a baseline), in the pool."""
+        futures = [self.pool.submit(fn, weights, name, s) for s in seeds]
+        return [f.result() for f in futures]
 
     def fit_minibatches(self, n: int, loss_of: Callable[[slice], torch.Tensor]) -> float:
         """One training pass over n sampled decisions in minibatches of cfg.minibatch (loss_of gives a slice's loss);
-        the mean loss. The behaviour policy then follows the updated network."""
+        the mean loss."""
         losses = []
         self.net.train()
         for start in range(0, n, self.cfg.minibatch):
@@ -89,7 +137,6 @@ class ReplayRun:
             loss.backward()
             self.optim.step()
             losses.append(loss.item())
-        self._sync_behaviour()
         return float(np.mean(losses))
 
     # ---------------------------------------------------------------- hooks
@@ -136,7 +183,8 @@ class ReplayRun:
             "net": self.net.state_dict(), "optim": self.optim.state_dict(),
             "buffer": {k: torch.from_numpy(v) for k, v in self.buffer.state_dict().items()},
             "rng": json.dumps(self.rng.bit_generator.state),
-            "behaviour_rng": json.dumps(self.behaviour.rng.bit_generator.state),
+            # the round in flight when the run stops is played again with these on --resume
+            "play_weights": {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in self.play_weights.items()},
             "torch_rng": torch.get_rng_state(),
             "curve": json.dumps(self.curve), "train_rows": json.dumps(self.train_rows),
             "baselines": json.dumps(self.baselines), "best": json.dumps(self.best),
@@ -157,7 +205,10 @@ class ReplayRun:
         self.optim.load_state_dict(state["optim"])
         self.buffer.load_state_dict({k: v.numpy() for k, v in state["buffer"].items()})
         self.rng.bit_generator.state = json.loads(state["rng"])
-        self.behaviour.rng.bit_generator.state = json.loads(state["behaviour_rng"])
+        if "play_weights" not in state:
+            raise ValueError(f"checkpoint {path} is from before rounds of rollouts (no play_weights): it cannot be "
+                             "continued bit-identically; start a new run")
+        self.play_weights = {k: v.numpy() for k, v in state["play_weights"].items()}
         torch.set_rng_state(state["torch_rng"])
         self.episode = state["episode"]
         self.curve = json.loads(state["curve"])

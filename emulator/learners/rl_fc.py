@@ -43,7 +43,9 @@ from emulator.learners.replay_run import (  # noqa: E402
     MODEL,
     CurveStyle,
     ReplayRun,
+    train_seed,
 )
+from emulator.learners.rollouts import RolloutSpec  # noqa: E402
 from emulator.multicluster.metrics import eval_app, s_log  # noqa: E402
 from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
@@ -95,6 +97,19 @@ class RlFcConfig:
     # Training workloads: episode e of a run seeded k uses workload seed train_seed + 100_000·k + e
     # (randomised workloads, section IV-C3: every episode is a fresh sample).
     train_seed: int = 1_000_000
+    # Episodes played with the same weights (emulator.learners.common.run_episodes): round r is played by the
+    # rollout workers with the weights learned from rounds 0..r-2 while the learner fits round r-1. One training
+    # pass per episode as in the paper; the behaviour policy lags the learner by at most 2·rollout_batch-1 episodes.
+    # Not the worker count: the same value trains the same model with any --workers.
+    rollout_batch: int = 5
+    # Domain randomisation (not in the paper): every training episode draws its executor-request scale and its
+    # arrival-rate scale uniformly from these (lo, hi) ranges (emulator.scenarios.multicluster.varied), seeded by
+    # (seed, episode); validation stays on the scenario's own workload. Empty: the scenario's workload only.
+    demand_scales: tuple[float, ...] = ()
+    rate_scales: tuple[float, ...] = ()
+    # Warm start: an `rl-fc` model artifact whose weights the network starts from (e.g. a shipped model fine-tuned
+    # with domain randomisation); empty: random initial weights.
+    init: str = ""
     checkpoint_every: int = 25
     threads: int = 1
 
@@ -109,15 +124,16 @@ class RlFcConfig:
             raise OptionError(f"unknown rl-fc hyper-parameter(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
         values = {**options, **{k: v for k, v in overrides.items() if v is not None}}
         try:
-            for k in ("hidden", "baselines"):
+            for k in ("hidden", "baselines", "demand_scales", "rate_scales"):
                 if k in values:
                     v = values[k]
                     if isinstance(v, str):
-                        v = [x for x in v.split(",") if x]
+                        v = [x for x in v.strip("[]()").split(",") if x]
                     v = v if isinstance(v, (list, tuple)) else [v]
                     if k == "hidden" and not all(str(x).isdigit() for x in v):
                         raise ValueError(f"hidden takes layer sizes like 2000,500, not {values[k]!r}")
-                    values[k] = tuple(int(x) for x in v) if k == "hidden" else tuple(v)
+                    values[k] = (tuple(int(x) for x in v) if k == "hidden" else
+                                 tuple(float(x) for x in v) if k.endswith("_scales") else tuple(v))
             common.check_numbers(fields, values)
             cfg = cls(**values)
             cfg.validate()
@@ -136,6 +152,22 @@ class RlFcConfig:
             raise ValueError(f"optimizer must be adam or sgd, not {self.optimizer!r}")
         if self.buffer_size < self.train_samples or self.minibatch <= 0 or self.train_samples <= 0:
             raise ValueError("need 0 < minibatch, 0 < train_samples <= buffer_size")
+        if self.rollout_batch < 1 or self.eval_every < 1 or self.checkpoint_every < 1:
+            raise ValueError("rollout_batch, eval_every and checkpoint_every must be at least 1")
+        for k in ("demand_scales", "rate_scales"):
+            r = getattr(self, k)
+            if r and (len(r) != 2 or not 0 < r[0] <= r[1] or not all(math.isfinite(x) for x in r)):
+                raise ValueError(f"{k} takes a range lo,hi with 0 < lo <= hi (e.g. 0.7,1.3), not {r}")
+
+    def randomised(self) -> bool:
+        return bool(self.demand_scales or self.rate_scales)
+
+    def draw_workload(self, seed: int, episode: int) -> tuple[float, float]:
+        """(demand_scale, rate_scale) of training `episode` (1-based): 1.0 where no range is set."""
+        rng = np.random.default_rng([seed, 2, episode])
+        d = float(rng.uniform(*self.demand_scales)) if self.demand_scales else 1.0
+        r = float(rng.uniform(*self.rate_scales)) if self.rate_scales else 1.0
+        return d, r
 
 
 def epsilon1(episode: int, cfg: RlFcConfig) -> float:
@@ -329,6 +361,45 @@ def evaluate_policy(scenario: Scenario, policy: Policy, cfg: RlFcConfig) -> dict
     return _mean_metrics([scenario.run_episode(driver, cfg.eval_seed + i) for i in range(cfg.eval_episodes)])
 
 
+# ---------------------------------------------------------------- what a rollout worker runs (any pool)
+
+_WORKER: dict[str, Any] = {}
+
+
+def worker_setup(scenario: Scenario, cfg: RlFcConfig, seed: int) -> None:
+    _WORKER.update(scenario=scenario, cfg=cfg, seed=seed)
+
+
+def play_episode(weights: dict[str, np.ndarray], episode: int) -> dict[str, Any]:
+    """Training episode `episode` (1-based) with the behaviour policy on `weights`: its valued decisions and metrics.
+    A pure function of its arguments and the worker's set-up: its exploration RNG is seeded by (seed, episode)."""
+    scenario, cfg, seed = _WORKER["scenario"], _WORKER["cfg"], _WORKER["seed"]
+    log = EpisodeLog()
+    behaviour = ExplorationPolicy(cfg, np.random.default_rng([seed, 1, episode]), log)
+    behaviour.network = ValueNetwork(weights)
+    behaviour.eps1 = epsilon1(episode, cfg)
+    driver = InProcessDriver(behaviour)
+    driver.engine.listeners.append(log.on_event)
+    workload = {}
+    if cfg.randomised():
+        from emulator.scenarios.multicluster import varied
+
+        d, r = cfg.draw_workload(seed, episode)
+        scenario = varied(scenario, d, r)
+        workload = {"demand_scale": round(d, 4), "rate_scale": round(r, 4)}
+    metrics = scenario.run_episode(driver, train_seed(cfg, seed, episode - 1))
+    states, actions, values = log.knowledge(cfg)
+    return {"episode": episode, "eps1": behaviour.eps1, "states": states, "actions": actions, "values": values,
+            "decisions": len(log.actions), "tmdl": float(metrics.get("tmdl", math.nan)),
+            "ajdr": float(metrics.get("ajdr", math.nan)), **workload}
+
+
+def eval_episode(weights: dict[str, np.ndarray] | None, name: str, episode_seed: int) -> dict[str, float]:
+    """One validation episode of the greedy learned policy (`weights`) or of baseline `name`."""
+    policy = RlFcPolicy(tensors=weights) if weights is not None else create(name)
+    return _WORKER["scenario"].run_episode(InProcessDriver(policy), episode_seed)
+
+
 class RlFcTrainer(ReplayRun):
     """Holds the network, optimiser, buffer and RNGs of one run; checkpoints all of them for --resume."""
 
@@ -336,16 +407,13 @@ class RlFcTrainer(ReplayRun):
     policy_name = POLICY_NAME
     selected_by = "best validation Eval_app"
     style = CurveStyle("eval_app", "Eval_app (validation, higher is better)", "RL-FC")
+    play_fn = staticmethod(play_episode)
 
     def __init__(self, scenario: Scenario, cfg: RlFcConfig, seed: int, out: Path):
         torch.set_num_threads(max(1, cfg.threads))
         self.scenario, self.cfg, self.seed, self.out = scenario, cfg, seed, out
         torch.manual_seed(seed)
-        self.rng = np.random.default_rng(seed)
-        self.log = EpisodeLog()
-        self.behaviour = ExplorationPolicy(cfg, np.random.default_rng([seed, 1]), self.log)
-        self.driver = InProcessDriver(self.behaviour)
-        self.driver.engine.listeners.append(self.log.on_event)
+        self.rng = np.random.default_rng(seed)   # the learner's: which buffered decisions each pass samples
         self.net = None
         self.optim = None
         self.buffer: ReplayBuffer | None = None
@@ -372,26 +440,41 @@ class RlFcTrainer(ReplayRun):
         self.optim = opt(self.net.parameters(), lr=self.cfg.lr)
         self.buffer = ReplayBuffer(self.cfg.buffer_size, state_dim)
         self.state_dim, self.n_actions = state_dim, n_actions
-        self._sync_behaviour()
 
-    def _sync_behaviour(self) -> None:
-        self.behaviour.network = ValueNetwork(network_tensors(self.net))
+    def network_weights(self) -> dict[str, np.ndarray]:
+        return network_tensors(self.net)
+
+    def worker_setup(self):
+        return worker_setup, (self.scenario, self.cfg, self.seed)
+
+    def load_init(self) -> None:
+        """cfg.init's weights into the fresh network; a model of another shape is refused with both shapes."""
+        from policy_engine.artifact import load_artifact
+
+        tensors, _ = load_artifact(self.cfg.init, policy=POLICY_NAME)
+        own = self.net.state_dict()
+        wrong = [f"{k} {tuple(tensors[k].shape) if k in tensors else 'missing'} (need {tuple(v.shape)})"
+                 for k, v in own.items() if k not in tensors or tuple(tensors[k].shape) != tuple(v.shape)]
+        if wrong:
+            raise ValueError(f"init model {self.cfg.init} does not fit this network: {', '.join(wrong)}")
+        self.net.load_state_dict({k: torch.from_numpy(np.array(tensors[k])) for k in own})
 
     # ---------------------------------------------------------------- one episode
 
-    def run_episode(self) -> dict[str, Any]:
-        ep = self.episode + 1
-        self.behaviour.eps1 = epsilon1(ep, self.cfg)
-        self.log.reset()
-        metrics = self.scenario.run_episode(self.driver, self.train_seed(self.episode))
-        states, actions, values = self.log.knowledge(self.cfg)
+    def learn(self, played: dict[str, Any]) -> dict[str, Any]:
+        """Buffer a played episode's valued decisions and run the training pass that follows it."""
+        ep = played["episode"]
+        if ep != self.episode + 1:
+            raise RuntimeError(f"episode {ep} played out of order (expected {self.episode + 1})")
+        states, actions, values = played["states"], played["actions"], played["values"]
         if len(actions):
             self.buffer.add(states, actions, values)
         loss = self.train_pass()
         self.episode = ep
-        row = {"episode": ep, "eps1": self.behaviour.eps1, "loss": loss, "decisions": len(self.log.actions),
+        row = {"episode": ep, "eps1": played["eps1"], "loss": loss, "decisions": played["decisions"],
                "valued": int(len(actions)), "mean_value": float(values.mean()) if len(values) else None,
-               "tmdl": float(metrics.get("tmdl", math.nan)), "ajdr": float(metrics.get("ajdr", math.nan))}
+               "tmdl": played["tmdl"], "ajdr": played["ajdr"],
+               **{k: played[k] for k in ("demand_scale", "rate_scale") if k in played}}
         self.train_rows.append(row)
         return row
 
@@ -410,16 +493,20 @@ class RlFcTrainer(ReplayRun):
 
     # ---------------------------------------------------------------- evaluation
 
+    def eval_seeds(self) -> list[int]:
+        return [self.cfg.eval_seed + i for i in range(self.cfg.eval_episodes)]
+
     def evaluate_baselines(self) -> None:
         for name in self.cfg.baselines:
             if name not in self.baselines:
-                self.baselines[name] = evaluate_policy(self.scenario, create(name), self.cfg)
+                self.baselines[name] = _mean_metrics(self.evaluate_episodes(eval_episode, None, name,
+                                                                            self.eval_seeds()))
 
     def evaluate(self) -> dict[str, Any]:
         tensors = network_tensors(self.net)
-        m = evaluate_policy(self.scenario, RlFcPolicy(tensors=tensors), self.cfg)
+        m = _mean_metrics(self.evaluate_episodes(eval_episode, tensors, POLICY_NAME, self.eval_seeds()))
         # Time spent so far (the evaluation itself not included): when the greedy policy first beats a baseline.
-        row = {"episode": self.episode, "eps1": self.behaviour.eps1, **m,
+        row = {"episode": self.episode, "eps1": epsilon1(self.episode, self.cfg), **m,
                "train_seconds": round(self.train_seconds, 1), "wall_seconds": round(self.wall_seconds, 1)}
         self.curve.append(row)
         if self.best is None or m["eval_app"] > self.best["eval_app"]:
@@ -431,9 +518,6 @@ class RlFcTrainer(ReplayRun):
 
     def before_restore(self, state: dict[str, Any]) -> None:
         self._make_network(state["state_dim"], state["n_actions"])
-
-    def after_restore(self, state: dict[str, Any]) -> None:
-        self._sync_behaviour()
 
 
 class _Probed(Exception):
@@ -453,9 +537,14 @@ class _ProbePolicy(Policy):
 
 
 def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, resume: bool = False,
-                progress: bool = True, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`emulator train --algo rl-fc`: train, evaluate, checkpoint; write the model artifact and learning curve."""
+                progress: bool = True, options: dict[str, Any] | None = None,
+                rollouts: RolloutSpec | None = None) -> dict[str, Any]:
+    """`emulator train --algo rl-fc`: train, evaluate, checkpoint; write the model artifact and learning curve.
+    `rollouts`: who plays the episodes (--workers, --ray); the model does not depend on it."""
     cfg = RlFcConfig.from_options(dict(options or {}), episodes=episodes)
+    if cfg.randomised() and type(scenario).__name__ != "RLFCScenario":
+        raise OptionError(f"demand_scales / rate_scales vary RL-FC's own workloads (multicluster-*), not "
+                          f"{scenario.name}")
     ckpt = common.prepare_out(out, CHECKPOINT, resume)
     started = time.perf_counter()
     trainer = RlFcTrainer(scenario, cfg, seed, out)
@@ -463,9 +552,16 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
         trainer.restore(ckpt)
     else:
         trainer.ensure_network()
-    trainer.evaluate_baselines()
-    trainer.wall_seconds += time.perf_counter() - started
-    common.run_episodes(trainer, cfg, f"rl-fc {scenario.name}", ("val_eval", "eval_app", ".4f"), enabled=progress)
+        if cfg.init:
+            trainer.load_init()
+    trainer.start_rollouts(rollouts)
+    try:
+        trainer.evaluate_baselines()
+        trainer.wall_seconds += time.perf_counter() - started
+        common.run_episodes(trainer, cfg, f"rl-fc {scenario.name}", ("val_eval", "eval_app", ".4f"),
+                            enabled=progress)
+    finally:
+        trainer.close()
     final = trainer.curve[-1]
     checksum = trainer.save_model(out / MODEL, network_tensors(trainer.net),
                                   {k: v for k, v in final.items() if k in SUMMARY_METRICS})
@@ -476,7 +572,7 @@ def train_rl_fc(scenario: Scenario, episodes: int | None, seed: int, out: Path, 
             "model": str(out / MODEL), "checksum": checksum,
             "best_model": str(out / BEST_MODEL), "best": trainer.best,
             "final": {k: v for k, v in final.items() if k in SUMMARY_METRICS}, "baselines": trainer.baselines,
-            "learning_curve": str(out / CURVE_PNG)}
+            "learning_curve": str(out / CURVE_PNG), "rollouts": (rollouts or RolloutSpec()).describe()}
 
 
-register_algo("rl-fc", train_rl_fc, families={"multicluster"})
+register_algo("rl-fc", train_rl_fc, families={"multicluster"}, parallel=True)

@@ -61,7 +61,9 @@ from torch import nn  # noqa: E402
 from emulator.drivers import InProcessDriver  # noqa: E402
 from emulator.learners import common  # noqa: E402
 from emulator.learners.replay_run import BEST_MODEL, CHECKPOINT, CURVE_PNG, MODEL, CurveStyle, ReplayRun  # noqa: E402
+from emulator.learners.replay_run import train_seed  # noqa: E402
 from emulator.learners.rl_fc import ExplorationPolicy, ReplayBuffer, epsilon1  # noqa: E402
+from emulator.learners.rollouts import RolloutSpec  # noqa: E402
 from emulator.multicluster import metrics  # noqa: E402
 from emulator.multicluster.sim import MultiClusterSim  # noqa: E402
 from emulator.scenario import Scenario  # noqa: E402
@@ -119,6 +121,8 @@ class RlLsfcConfig:
     baselines: tuple[str, ...] = ("maf",)
     # Training workloads: episode e of a run seeded k uses workload seed train_seed + 100_000·k + e.
     train_seed: int = 2_000_000
+    # Episodes played with the same weights (see RlFcConfig.rollout_batch): any --workers trains the same model.
+    rollout_batch: int = 5
     checkpoint_every: int = 25
     threads: int = 1
 
@@ -166,6 +170,8 @@ class RlLsfcConfig:
             raise ValueError("beta must be in (0, 1]")
         if self.buffer_size < self.batch or self.minibatch <= 0 or self.batch <= 0:
             raise ValueError("need 0 < minibatch, 0 < batch <= buffer_size")
+        if self.rollout_batch < 1 or self.eval_every < 1 or self.checkpoint_every < 1:
+            raise ValueError("rollout_batch, eval_every and checkpoint_every must be at least 1")
 
 
 # ---------------------------------------------------------------- the value components (Sec. 4.2-4.3)
@@ -310,6 +316,50 @@ def summarize(episodes: list[dict[str, float]]) -> dict[str, float]:
             "mean_s_log": float(np.mean([e["s_log"] for e in episodes]))}
 
 
+# ---------------------------------------------------------------- what a rollout worker runs (any pool)
+
+_WORKER: dict[str, Any] = {}
+
+
+def worker_setup(scenario: Scenario, cfg: RlLsfcConfig, seed: int) -> None:
+    _WORKER.update(scenario=scenario, cfg=cfg, seed=seed, sim=scenario.make_sim(),
+                   hetero=np.asarray(scenario.federation.hetero_factors, dtype=float))
+
+
+def play_episode(weights: dict[str, np.ndarray], episode: int) -> dict[str, Any]:
+    """Training episode `episode` (1-based) with the behaviour policy on `weights`: its valued decisions and metrics.
+    A pure function of its arguments and the worker's set-up: its exploration RNG is seeded by (seed, episode)."""
+    scenario, cfg, seed, sim = _WORKER["scenario"], _WORKER["cfg"], _WORKER["seed"], _WORKER["sim"]
+    log = EpisodeLog()
+    behaviour = LsfcExploration(cfg, np.random.default_rng([seed, 1, episode]), log)
+    behaviour.network = LsfcNetwork(weights)
+    behaviour.eps1 = epsilon1(episode, cfg)
+    sim.execution_log = []
+    try:
+        result = scenario.play(InProcessDriver(behaviour), train_seed(cfg, seed, episode - 1), sim)
+        w = sim.workload
+        values = value_components(log.decisions, sim.execution_log, _WORKER["hetero"], w.expected_hetero,
+                                  w.standard_runtime, cfg)
+    finally:
+        sim.execution_log = None
+    done = ~np.isnan(values).any(axis=1)
+    states = np.stack(log.states)[done] if done.any() else np.zeros((0, lsfc_dim(len(_WORKER["hetero"]))),
+                                                                      np.float32)
+    actions = np.array([c for _, c, _ in log.decisions], dtype=np.int64)[done]
+    ajer = result.ajer()
+    return {"episode": episode, "eps1": behaviour.eps1, "states": states, "actions": actions,
+            "values": values[done].astype(np.float32), "decisions": len(log.decisions),
+            "tmdl": float(result.tmdl), "ajer": ajer, "s_log": metrics.s_log(result.tmdl, ajer)}
+
+
+def eval_episode(weights: dict[str, np.ndarray] | None, name: str, episode_seed: int) -> dict[str, float]:
+    """One validation episode of the greedy learned policy (`weights`) or of baseline `name`."""
+    scenario = _WORKER["scenario"]
+    policy = (RlLsfcPolicy(tensors=weights, meta={"scenario_params": scenario.describe()}) if weights is not None
+              else create(name))
+    return scenario.run_episode(InProcessDriver(policy), episode_seed)
+
+
 def evaluate_episodes(scenario: Scenario, policy: Policy, cfg: RlLsfcConfig) -> list[dict[str, float]]:
     driver = InProcessDriver(policy)
     return [scenario.run_episode(driver, cfg.eval_seed + i) for i in range(cfg.eval_episodes)]
@@ -322,6 +372,7 @@ class RlLsfcTrainer(ReplayRun):
     policy_name = POLICY_NAME
     selected_by = "best validation S_log"
     style = CurveStyle("s_log", "S_log of the mean S (validation, higher is better)", "RL-LSFC")
+    play_fn = staticmethod(play_episode)
 
     def __init__(self, scenario: Scenario, cfg: RlLsfcConfig, seed: int, out: Path):
         if not hasattr(scenario, "federation") or scenario.federation.hetero_factors is None:
@@ -330,47 +381,36 @@ class RlLsfcTrainer(ReplayRun):
         self.scenario, self.cfg, self.seed, self.out = scenario, cfg, seed, out
         self.n_actions = scenario.federation.n
         self.state_dim = lsfc_dim(self.n_actions)
-        self.hetero = np.asarray(scenario.federation.hetero_factors, dtype=float)
         torch.manual_seed(seed)
-        self.rng = np.random.default_rng(seed)
-        self.log = EpisodeLog()
-        self.behaviour = LsfcExploration(cfg, np.random.default_rng([seed, 1]), self.log)
-        self.driver = InProcessDriver(self.behaviour)
-        self.sim: MultiClusterSim = scenario.make_sim()
+        self.rng = np.random.default_rng(seed)   # the learner's: which buffered decisions each pass samples
         self.net = LsfcNet(self.n_actions, cfg)
         self.optim = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
         self.buffer = ReplayBuffer(cfg.buffer_size, self.state_dim, value_dim=len(HEADS))
         self.init_run_state()
         self.baseline_episodes: dict[str, list[dict[str, float]]] = {}
-        self._sync_behaviour()
 
-    def _sync_behaviour(self) -> None:
-        self.behaviour.network = LsfcNetwork(network_tensors(self.net, self.cfg))
+    def network_weights(self) -> dict[str, np.ndarray]:
+        return network_tensors(self.net, self.cfg)
+
+    def worker_setup(self):
+        return worker_setup, (self.scenario, self.cfg, self.seed)
 
     # ---------------------------------------------------------------- one episode
 
-    def run_episode(self) -> dict[str, Any]:
-        ep = self.episode + 1
-        self.behaviour.eps1 = epsilon1(ep, self.cfg)
-        self.log.reset()
-        self.sim.execution_log = []
-        result = self.scenario.play(self.driver, self.train_seed(self.episode), self.sim)
-        w = self.sim.workload
-        values = value_components(self.log.decisions, self.sim.execution_log, self.hetero, w.expected_hetero,
-                                  w.standard_runtime, self.cfg)
-        self.sim.execution_log = None
-        done = ~np.isnan(values).any(axis=1)
-        if done.any():
-            states = np.stack(self.log.states)[done]
-            actions = np.array([c for _, c, _ in self.log.decisions], dtype=np.int64)[done]
-            self.buffer.add(states, actions, values[done].astype(np.float32))
+    def learn(self, played: dict[str, Any]) -> dict[str, Any]:
+        """Buffer a played episode's valued decisions and run the training pass that follows it."""
+        ep = played["episode"]
+        if ep != self.episode + 1:
+            raise RuntimeError(f"episode {ep} played out of order (expected {self.episode + 1})")
+        values = played["values"]
+        if len(values):
+            self.buffer.add(played["states"], played["actions"], values)
         loss = self.train_pass(ep)
         self.episode = ep
-        ajer = result.ajer()
-        row = {"episode": ep, "eps1": self.behaviour.eps1, "lr": self.cfg.lr_at(ep), "loss": loss,
-               "decisions": len(self.log.decisions), "valued": int(done.sum()),
-               **{f"mean_{h}": float(values[done, i].mean()) if done.any() else None for i, h in enumerate(HEADS)},
-               "tmdl": float(result.tmdl), "ajer": ajer, "s_log": metrics.s_log(result.tmdl, ajer)}
+        row = {"episode": ep, "eps1": played["eps1"], "lr": self.cfg.lr_at(ep), "loss": loss,
+               "decisions": played["decisions"], "valued": int(len(values)),
+               **{f"mean_{h}": float(values[:, i].mean()) if len(values) else None for i, h in enumerate(HEADS)},
+               "tmdl": played["tmdl"], "ajer": played["ajer"], "s_log": played["s_log"]}
         self.train_rows.append(row)
         return row
 
@@ -394,20 +434,22 @@ class RlLsfcTrainer(ReplayRun):
 
     # ---------------------------------------------------------------- evaluation
 
+    def eval_seeds(self) -> list[int]:
+        return [self.cfg.eval_seed + i for i in range(self.cfg.eval_episodes)]
+
     def evaluate_baselines(self) -> None:
         for name in self.cfg.baselines:
             if name not in self.baselines:
-                eps = evaluate_episodes(self.scenario, create(name), self.cfg)
+                eps = self.evaluate_episodes(eval_episode, None, name, self.eval_seeds())
                 self.baseline_episodes[name] = eps
                 self.baselines[name] = summarize(eps)
 
     def evaluate(self) -> dict[str, Any]:
         tensors = network_tensors(self.net, self.cfg)
-        policy = RlLsfcPolicy(tensors=tensors, meta={"scenario_params": self.scenario.describe()})
-        eps = evaluate_episodes(self.scenario, policy, self.cfg)
+        eps = self.evaluate_episodes(eval_episode, tensors, POLICY_NAME, self.eval_seeds())
         m = summarize(eps)
         fsn = {name: metrics.fsn_002(eps, base) for name, base in self.baseline_episodes.items()}
-        row = {"episode": self.episode, "eps1": self.behaviour.eps1, **m, "fsn": fsn,
+        row = {"episode": self.episode, "eps1": epsilon1(self.episode, self.cfg), **m, "fsn": fsn,
                **{f"{name}_s_log": b["s_log"] for name, b in self.baselines.items()},
                "train_seconds": round(self.train_seconds, 1), "wall_seconds": round(self.wall_seconds, 1)}
         self.curve.append(row)
@@ -431,23 +473,29 @@ class RlLsfcTrainer(ReplayRun):
 
     def after_restore(self, state: dict[str, Any]) -> None:
         self.baseline_episodes = json.loads(state["baseline_episodes"])
-        self._sync_behaviour()
 
 
 def train_rl_lsfc(scenario: Scenario, episodes: int | None, seed: int, out: Path, resume: bool = False,
-                  progress: bool = True, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`emulator train --algo rl-lsfc`: train, evaluate, checkpoint; write the model artifact and learning curve."""
+                  progress: bool = True, options: dict[str, Any] | None = None,
+                  rollouts: RolloutSpec | None = None) -> dict[str, Any]:
+    """`emulator train --algo rl-lsfc`: train, evaluate, checkpoint; write the model artifact and learning curve.
+    `rollouts`: who plays the episodes (--workers, --ray); the model does not depend on it."""
     cfg = RlLsfcConfig.from_options(dict(options or {}), episodes=episodes)
     ckpt = common.prepare_out(out, CHECKPOINT, resume)
     started = time.perf_counter()
     trainer = RlLsfcTrainer(scenario, cfg, seed, out)
     if resume:
         trainer.restore(ckpt)
-    trainer.evaluate_baselines()
-    if not trainer.curve:
-        trainer.evaluate()   # the untrained network: where the learning curve starts
-    trainer.wall_seconds += time.perf_counter() - started
-    common.run_episodes(trainer, cfg, f"rl-lsfc {scenario.name}", ("val_s_log", "s_log", ".3f"), enabled=progress)
+    trainer.start_rollouts(rollouts)
+    try:
+        trainer.evaluate_baselines()
+        if not trainer.curve:
+            trainer.evaluate()   # the untrained network: where the learning curve starts
+        trainer.wall_seconds += time.perf_counter() - started
+        common.run_episodes(trainer, cfg, f"rl-lsfc {scenario.name}", ("val_s_log", "s_log", ".3f"),
+                            enabled=progress)
+    finally:
+        trainer.close()
     final = trainer.curve[-1]
     keys = ("tmdl", "ajer", "s_log", "mean_s_log")
     checksum = trainer.save_model(out / MODEL, network_tensors(trainer.net, cfg),
@@ -459,7 +507,7 @@ def train_rl_lsfc(scenario: Scenario, episodes: int | None, seed: int, out: Path
             "model": str(out / MODEL), "checksum": checksum,
             "best_model": str(out / BEST_MODEL), "best": trainer.best,
             "final": {**{k: final[k] for k in keys}, "fsn": final["fsn"]}, "baselines": trainer.baselines,
-            "learning_curve": str(out / CURVE_PNG)}
+            "learning_curve": str(out / CURVE_PNG), "rollouts": (rollouts or RolloutSpec()).describe()}
 
 
-register_algo("rl-lsfc", train_rl_lsfc, families={"multicluster"})
+register_algo("rl-lsfc", train_rl_lsfc, families={"multicluster"}, parallel=True)

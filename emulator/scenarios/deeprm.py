@@ -10,6 +10,11 @@ assignments are the jobs started now. Parameters (`--param KEY=VALUE`):
   res_slot   units per resource; jobs ask 5-10 units of the dominant one, 1-2 of the other
              (20: seed 003's 0.25-0.5 r; 10: DeepRM's reference code)                  default 20
   num_slots  M, the visible job slots (DeepRM's reference code: 5)                      default 10
+  nodes      machines of res_slot units each, arrivals scaled to the same load per node  default 1
+  heartbeats deeprm: one observation per step, already DeepRM's view (slot tags)         default deeprm
+             yarn: one heartbeat per node and step as the YARN plugin sends it (asks in
+             submission order, run-time tag, no slots); the engine builds DeepRM's view
+             (policy_engine.deeprm_view). nodes > 1 needs yarn.
 
 Metrics: mean job slowdown (finish - arrival) / length, mean completion time (steps), jobs, dropped jobs
 (backlog full), utilization of the two resources over the episode.
@@ -35,18 +40,31 @@ class DeepRMScenario(Scenario):
     default_episodes = 20
     default_policies = ("sjf", "packer", "deeprm-random")
 
-    def __init__(self, res_slot: int = 20, num_slots: int = 10, **params: Any):
-        reject_unknown_params(self.name, params, ["load", "job_rate", "simu_len", "res_slot", "num_slots"]
+    def __init__(self, res_slot: int = 20, num_slots: int = 10, heartbeats: str = "deeprm", **params: Any):
+        reject_unknown_params(self.name, params, ["load", "job_rate", "simu_len", "res_slot", "num_slots", "nodes",
+                                                  "heartbeats"]
                               + [f.name for f in fields(DeepRMConfig) if f.name not in ("spec", "load", "job_rate",
-                                                                                          "simu_len")])
+                                                                                          "simu_len", "nodes")])
         if not 10 <= res_slot <= 100 or not 1 <= num_slots <= 100:
             raise ValueError(f"res_slot must be in [10, 100] and num_slots in [1, 100], got {res_slot}, {num_slots}")
+        if heartbeats not in ("deeprm", "yarn"):
+            raise ValueError(f"heartbeats must be deeprm or yarn, got {heartbeats!r}")
         self.config = DeepRMConfig(spec=ImageSpec(res_slot=int(res_slot), num_slots=int(num_slots)), **params)
+        if self.config.nodes > 1 and heartbeats != "yarn":
+            raise ValueError("nodes > 1 needs heartbeats=yarn (DeepRM's own view has one machine)")
+        self.heartbeats = heartbeats
 
     def run_episode(self, driver: Driver, seed: int) -> dict[str, float]:
         sim = DeepRMSimulation(self.config, seed)
+        yarn = self.heartbeats == "yarn"
+        nodes = self.config.nodes
         while not sim.done and not sim.truncated:
-            if sim.any_fits():
+            if yarn:
+                for i in range(nodes):   # every node heartbeats once a step, starting one further each step
+                    node = (sim.t + i) % nodes
+                    if sim.any_waiting_fits(node):
+                        sim.apply_yarn(driver.schedule(sim.observe_yarn(node)), node)
+            elif sim.any_fits():
                 sim.apply(driver.schedule(sim.observe()))
             sim.advance()
             events = sim.take_events()
@@ -57,6 +75,7 @@ class DeepRMScenario(Scenario):
     def describe(self) -> dict[str, Any]:
         d = asdict(self.config)
         d["job_rate"] = self.config.rate
+        d["heartbeats"] = self.heartbeats
         return d
 
 

@@ -23,6 +23,10 @@ finish and every job completion goes back through `Report`. Parameters (`--param
   map_memory_mb   memory of one map (reduce) container, MB                                   default 1024
   remote_read_mb_s  MB/s cap of a read from another node (a network-bound cluster, e.g. the
                   container cluster with shaped worker egress)                                 default none
+  layout          blocks of the input per node, e.g. 2,2,2,2 (a real run's measured layout)    default random
+  calibration     a calibration file of `emulator calibrate`: its fitted time model (AM and task
+                  start-up, commit, CPU factor, shaped-link transfers) and, where these params
+                  give none, its cluster shape                                                 default none
 
 Metrics: over map tasks, the share read cache-local, disk-local, rack-local (cached or disk replica in the rack)
 and off-rack; local_task_rate = cache + data locality (seed 001's "local tasks rate"); mean job execution time
@@ -38,6 +42,7 @@ from emulator.drivers import Driver
 from emulator.scenario import Scenario, register_scenario, reject_unknown_params
 from policy_engine.policy import SCHEDULE
 from emulator.yarn.cluster import ClusterConfig, WorkloadConfig, YarnSimulation
+from emulator.yarn.timing import TimeModel
 from emulator.yarn.workloads import APPS
 
 
@@ -49,9 +54,24 @@ class LocalityScenario(Scenario):
     default_episodes = 10
     default_policies = ("fifo", "delay", "acl")
 
-    def __init__(self, app: str, heartbeat_ms: int = 1000, nodes: int | None = None, racks: int = 2,
-                 node_memory_mb: int | None = None, **workload: Any):
+    def __init__(self, app: str, heartbeat_ms: int | None = None, nodes: int | None = None, racks: int | None = None,
+                 node_memory_mb: int | None = None, times: TimeModel | None = None, calibration: str | None = None,
+                 **workload: Any):
         self.name = f"locality-{app}"
+        if calibration is not None:
+            from emulator.calibration import load_calibration, scenario_params
+
+            given = {"heartbeat_ms": heartbeat_ms, "nodes": nodes, "racks": racks, "node_memory_mb": node_memory_mb,
+                     **workload}
+            explicit = {k: v for k, v in given.items() if v is not None}
+            merged = scenario_params(load_calibration(calibration), explicit)
+            heartbeat_ms = merged.pop("heartbeat_ms", heartbeat_ms)
+            nodes = merged.pop("nodes", nodes)
+            racks = merged.pop("racks", racks)
+            node_memory_mb = merged.pop("node_memory_mb", node_memory_mb)
+            times = merged.pop("times")
+            workload = merged
+        self.times = times
         reject_unknown_params(self.name, workload, [f.name for f in fields(WorkloadConfig) if f.name != "app"]
                               + ["heartbeat_ms"])
         memory = ClusterConfig().node_memory_mb
@@ -61,13 +81,14 @@ class LocalityScenario(Scenario):
                 raise ValueError(f"nodes must be at least 2, got {nodes}")
             memory = tuple(int(node_memory_mb) for _ in range(count)) if node_memory_mb is not None else \
                 tuple(memory[i % len(memory)] for i in range(count))
-        self.cluster = ClusterConfig(node_memory_mb=memory, num_racks=int(racks), heartbeat_ms=int(heartbeat_ms))
+        self.cluster = ClusterConfig(node_memory_mb=memory, num_racks=int(2 if racks is None else racks),
+                                     heartbeat_ms=int(1000 if heartbeat_ms is None else heartbeat_ms))
         if "map_memory_mb" in workload and "reduce_memory_mb" not in workload:
             workload["reduce_memory_mb"] = workload["map_memory_mb"]
         self.workload = WorkloadConfig(app=app, **workload)
 
     def simulation(self, seed: int) -> YarnSimulation:
-        return YarnSimulation(self.workload, seed, self.cluster)
+        return YarnSimulation(self.workload, seed, self.cluster, times=self.times)
 
     def run_episode(self, driver: Driver, seed: int) -> dict[str, float]:
         sim = self.simulation(seed)
@@ -82,8 +103,11 @@ class LocalityScenario(Scenario):
         return sim.metrics()
 
     def describe(self) -> dict[str, Any]:
-        return {**asdict(self.workload), "heartbeat_ms": self.cluster.heartbeat_ms,
-                "node_memory_mb": list(self.cluster.node_memory_mb), "racks": self.cluster.num_racks}
+        out = {**asdict(self.workload), "heartbeat_ms": self.cluster.heartbeat_ms,
+               "node_memory_mb": list(self.cluster.node_memory_mb), "racks": self.cluster.num_racks}
+        if self.times is not None and not self.times.is_default:
+            out["times"] = self.times.to_dict()
+        return out
 
 
 for _app, _what in (("wordcount", "CPU-bound"), ("sort", "I/O-bound"), ("terasort", "I/O-heavy"),

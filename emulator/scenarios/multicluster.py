@@ -29,8 +29,9 @@ What the paper leaves open, and what we chose (JobProfile below; time unit = one
   by percentage, so streaming batches queue less) at about twice SF-E's AJDR.
 
 Parameters (`--param KEY=VALUE`): jobs (500), the pattern's own (rho, a, b, alpha, beta, m, jobs_mu, jobs_sigma)
-and demand_scale (1.0): multiplies every executor request range, e.g. 0.8 for an "eased" and 1.25 for a
-"stressed" workload as in the paper's Table III.
+demand_scale (1.0): multiplies every executor request range, e.g. 0.8 for an "eased" and 1.25 for a
+"stressed" workload as in the paper's Table III, and rate_scale (1.0): arrival events that many times as frequent
+(rate_scaled below).
 """
 
 from __future__ import annotations
@@ -75,8 +76,27 @@ def scaled_profile(profile: JobProfile, demand_scale: float) -> JobProfile:
     return replace(profile, executors=scale(profile.executors), stream_executors=scale(profile.stream_executors))
 
 
+def rate_scaled(pattern: ArrivalPattern, rate_scale: float) -> ArrivalPattern:
+    """`pattern` with arrival events `rate_scale` times as frequent (mean interval divided by it; the number of
+    jobs per event unchanged): Bernoulli rho·f, Uniform b such that (a + b) / 2 is divided by f, Beta M / f."""
+    if not rate_scale > 0:
+        raise ValueError(f"rate_scale must be positive, not {rate_scale}")
+    if pattern.kind == "bernoulli":
+        return replace(pattern, rho=min(1.0, pattern.rho * rate_scale))
+    if pattern.kind == "uniform":
+        return replace(pattern, b=max(pattern.a, round(2 * (pattern.a + pattern.b) / 2 / rate_scale - pattern.a)))
+    return replace(pattern, m=max(1, round(pattern.m / rate_scale)))
+
+
+def varied(scenario: RLFCScenario, demand_scale: float = 1.0, rate_scale: float = 1.0) -> RLFCScenario:
+    """`scenario` with its executor requests times `demand_scale` and its arrival events `rate_scale` times as
+    frequent (domain randomisation and held-out workloads for RL-FC)."""
+    return RLFCScenario(scenario.name, scenario.federation, rate_scaled(scenario.pattern, rate_scale),
+                        scaled_profile(scenario.profile, demand_scale), scenario.n_jobs, scenario.choices)
+
+
 def _factory(pattern_name: str):
-    def make(jobs: int = 500, demand_scale: float = 1.0, **pattern_params) -> RLFCScenario:
+    def make(jobs: int = 500, demand_scale: float = 1.0, rate_scale: float = 1.0, **pattern_params) -> RLFCScenario:
         try:
             pattern = pattern_with(PATTERNS_000[pattern_name], pattern_params)
         except ValueError as e:
@@ -84,7 +104,8 @@ def _factory(pattern_name: str):
                              "jobs_mu, jobs_sigma)") from None
         if int(jobs) < 1:
             raise ValueError(f"jobs must be at least 1, not {jobs}")
-        return RLFCScenario(f"multicluster-{pattern_name}", Federation(CLUSTERS_000), pattern,
+        return RLFCScenario(f"multicluster-{pattern_name}", Federation(CLUSTERS_000),
+                            rate_scaled(pattern, float(rate_scale)),
                             scaled_profile(PROFILE_000, float(demand_scale)), int(jobs))
 
     return make

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from emulator.yarn.hdfs import GB, MB, InputFile, Topology, make_input
+from emulator.yarn.timing import SharedLink, TimeModel
 from emulator.yarn.workloads import APPS, RUNTIME_NOISE_SIGMA, AppProfile, map_runtime_s, profile, reduce_runtime_s
 from policy_engine.features.locality import NUM_STATES, TO_PROTOCOL, ReadLocality
 from policy_engine.types import (
@@ -55,6 +56,7 @@ from policy_engine.types import (
 )
 
 MAP_PRIORITY = 20     # MapReduce's RMContainerAllocator.PRIORITY_MAP
+BLOCK_MB_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 REDUCE_PRIORITY = 10  # PRIORITY_REDUCE
 
 
@@ -107,6 +109,9 @@ class WorkloadConfig:
     replication: int = 3
     # MB/s cap of a read from another node (rack-local or off-rack), e.g. a worker's shaped egress; None: no cap
     remote_read_mb_s: float | None = None
+    # blocks of the input per node (in host order dn1, dn2, ...): each block's first replica, for a layout
+    # measured on a real cluster (real_locality's blocks_per_node); None: HDFS's placement at random
+    layout: tuple[int, ...] | None = None
 
     def __post_init__(self):
         if self.app not in APPS:
@@ -115,8 +120,9 @@ class WorkloadConfig:
             raise ValueError(f"no HiBench input sizes are known for {self.app}; give maps instead of size")
         if self.size is not None and self.size not in APPS[self.app].hibench_bytes:
             raise ValueError(f"unknown HiBench size {self.size!r}; known: tiny, small, large")
-        if self.block_mb not in (32, 64, 128, 256, 512):
-            raise ValueError(f"block_mb must be one of 32, 64, 128, 256, 512 (HDFS sizes), got {self.block_mb}")
+        if self.block_mb not in BLOCK_MB_CHOICES:
+            raise ValueError(f"block_mb must be one of {', '.join(map(str, BLOCK_MB_CHOICES))} (HDFS sizes; the "
+                             f"small ones for calibrated test clusters), got {self.block_mb}")
         if not 1 <= self.maps <= 10_000:
             raise ValueError(f"maps must be between 1 and 10000, got {self.maps}")
         if self.cache_gb < 0:
@@ -134,6 +140,14 @@ class WorkloadConfig:
         if self.remote_read_mb_s is not None and not (math.isfinite(self.remote_read_mb_s)
                                                       and self.remote_read_mb_s > 0):
             raise ValueError(f"remote_read_mb_s must be a positive number, got {self.remote_read_mb_s}")
+        if self.layout is not None:
+            parts = self.layout.split(",") if isinstance(self.layout, str) else self.layout
+            try:
+                object.__setattr__(self, "layout", tuple(int(x) for x in parts))
+            except (TypeError, ValueError):
+                raise ValueError(f"layout must be block counts per node, e.g. 2,2,2,2; got {self.layout!r}") from None
+            if any(x < 0 for x in self.layout) or not sum(self.layout):
+                raise ValueError(f"layout must give non-negative block counts per node, got {self.layout}")
 
     @property
     def profile(self) -> AppProfile:
@@ -179,6 +193,8 @@ class _Job:
     map_noise: np.ndarray                   # (maps,) run-time factors
     reduce_noise: np.ndarray                # (reduces,)
     reducer_nodes: list = field(default_factory=list)
+    map_output: np.ndarray | None = None    # (nodes,) map output bytes written on each node (calibrated shuffle)
+    start_ms: int = 0                       # the AM's first allocate: submit + AM start-up
     map_expected_ms: int = 0                # a full block's noise-free map time, read disk-local
     am_phase_ms: int = 0                    # offset of the AM's allocate heartbeats from submission
     am_synced_ms: int = -1                  # time of the last allocate call the RM has applied
@@ -213,8 +229,10 @@ class _Job:
 
 class YarnSimulation:
     def __init__(self, workload: WorkloadConfig, seed: int, cluster: ClusterConfig | None = None,
-                 max_idle_heartbeats: int = 50_000):
+                 max_idle_heartbeats: int = 50_000, times: TimeModel | None = None):
         self.cluster_cfg = cluster = cluster or ClusterConfig()
+        self.times = times = times or TimeModel()
+        self._calibrated = not times.is_default
         self.workload = workload
         self.seed = int(seed)
         self.app = workload.profile
@@ -226,8 +244,16 @@ class YarnSimulation:
         self._block_bytes = block_bytes = workload.block_mb * MB
         self._cache_per_node = int(workload.cache_gb * GB / n)
         # The application's input, with the cache directive on it; the same for every policy given the seed.
+        writers = None
+        if workload.layout is not None:
+            if len(workload.layout) != n:
+                raise ValueError(f"layout gives {len(workload.layout)} nodes, the cluster has {n}")
+            blocks = -(-workload.input_bytes // block_bytes)
+            if sum(workload.layout) != blocks:
+                raise ValueError(f"layout places {sum(workload.layout)} blocks, the input has {blocks}")
+            writers = hdfs_rng.permutation(np.repeat(np.arange(n), workload.layout))
         primary = self._data(make_input(hdfs_rng, topo, workload.input_bytes, block_bytes, self._cache_per_node,
-                                        workload.replication, name=f"hibench_{workload.app}"))
+                                        workload.replication, name=f"hibench_{workload.app}", writers=writers))
         self.input: InputFile = primary.input
         self.state_table = primary.state_table
 
@@ -276,6 +302,10 @@ class YarnSimulation:
         self.map_states = np.zeros(NUM_STATES, dtype=np.int64)
         self.map_runtime_ms_total = 0
         self.cluster_total = Resource(int(self.total_mem.sum()), int(self.total_vcores.sum()))
+        # calibrated model: ends of the remote reads in flight from each node (they share its shaped egress)
+        link = workload.remote_read_mb_s
+        self._links = ([SharedLink(times.link_efficiency * link) for _ in range(n)]
+                       if self._calibrated and times.shaped_transfers and link is not None else None)
 
     def _data(self, inp: InputFile) -> _Data:
         n = self.topology.num_nodes
@@ -309,6 +339,8 @@ class YarnSimulation:
             reduce_noise=rng.lognormal(0.0, RUNTIME_NOISE_SIGMA, size=max(reduces, 1)),
             am_phase_ms=int(rng.integers(0, max(w.am_heartbeat_ms, 1))))
         job.map_expected_ms = int(map_runtime_s(app, self._block_bytes, int(ReadLocality.DL)) * 1000)
+        job.start_ms = submit_ms + (int(round(self.times.am_startup_s * 1000)) if stage == 0 else 0)
+        job.map_output = np.zeros(self.topology.num_nodes)
         self.jobs.append(job)
         return job
 
@@ -353,7 +385,7 @@ class YarnSimulation:
 
     def _submit(self) -> None:
         jobs = self._queue
-        while self._next_submit < len(jobs) and jobs[self._next_submit].submit_ms <= self.now:
+        while self._next_submit < len(jobs) and jobs[self._next_submit].start_ms <= self.now:
             job = jobs[self._next_submit]
             job.active = True
             job.version += 1
@@ -383,10 +415,10 @@ class YarnSimulation:
                 c.container_id, job.app_id, self.node_ids[node], c.end_ms - c.start_ms,
                 locality=TO_PROTOCOL[c.state] if c.is_map else Locality.UNSPECIFIED, timestamp_ms=now))
             if job.maps_done == job.num_maps and job.reduces_done == job.num_reduces:
-                job.finish_ms = now
+                job.finish_ms = now + int(round(self.times.commit_s * 1000))
                 job.active = False
                 self.unfinished -= 1
-                self._events.append(JobFinished(job.app_id, runtime=float(now - job.submit_ms), succeeded=True,
+                self._events.append(JobFinished(job.app_id, runtime=float(job.finish_ms - job.submit_ms), succeeded=True,
                                                 timestamp_ms=now))
                 if job.app.next_stage is not None:
                     self._next_stage(job)
@@ -436,8 +468,8 @@ class YarnSimulation:
                 self._am_allocate(job)
                 job.am_synced_ms = job.version
             return
-        since = self.now - job.submit_ms - job.am_phase_ms
-        last = job.submit_ms + job.am_phase_ms + (since // period) * period if since >= 0 else job.submit_ms
+        since = self.now - job.start_ms - job.am_phase_ms
+        last = job.start_ms + job.am_phase_ms + (since // period) * period if since >= 0 else job.start_ms
         if last > job.am_synced_ms:
             self._am_allocate(job)
             job.am_synced_ms = last
@@ -535,8 +567,13 @@ class YarnSimulation:
             state = int(job.data.state_table[node, task])
             job.pending[task] = False
             job.maps_running += 1
-            runtime = map_runtime_s(job.app, job.data.input.block_bytes[task], state,
-                                    remote_read_mb_s=w.remote_read_mb_s) * job.map_noise[task]
+            flow = None
+            if self._calibrated:
+                runtime, flow = self._calibrated_map_s(node, job, task, state, job.map_noise[task])
+            else:
+                runtime = map_runtime_s(job.app, job.data.input.block_bytes[task], state,
+                                        remote_read_mb_s=w.remote_read_mb_s) * job.map_noise[task]
+            job.map_output[node] += float(job.data.input.block_bytes[task]) * job.app.map_output_ratio
             self.map_states[state] += 1
         else:
             if job.pending_reduces <= 0 or not self._reduces_requested(job):
@@ -545,7 +582,8 @@ class YarnSimulation:
             state = int(ReadLocality.NO)
             job.reduces_started += 1
             job.reduces_running += 1
-            runtime = job.reduce_ms / 1000.0 * job.reduce_noise[task]
+            base = self._calibrated_reduce_s(node, job) if self._calibrated else job.reduce_ms / 1000.0
+            runtime = base * job.reduce_noise[task]
             job.reducer_nodes.append(node)
         runtime_ms = max(int(round(float(runtime) * 1000)), 1)
         if is_map:
@@ -555,11 +593,55 @@ class YarnSimulation:
         cid = f"container_{job.app_id[12:]}_01_{self._containers:06d}"
         self.free_mem[node] -= mem
         self.free_vcores[node] -= 1
-        self.running[node].append(_Container(cid, job, is_map, task, state, self.now, self.now + runtime_ms, mem,
-                                             ask_id))
+        c = _Container(cid, job, is_map, task, state, self.now, self.now + runtime_ms, mem, ask_id)
+        self.running[node].append(c)
+        if is_map and flow is not None:  # a read over a shaped link: its end moves with the link's other reads
+            src, start_ms, mb, tail_ms = flow
+
+            def on_end(read_end_ms, c=c, tail_ms=tail_ms):
+                end = max(int(round(read_end_ms + tail_ms)), c.start_ms + 1)
+                self.map_runtime_ms_total += end - c.end_ms
+                c.end_ms = end
+
+            self._links[src].add(start_ms, mb, on_end)
         self._events.append(ContainerStarted(cid, job.app_id, self.node_ids[node], ask_id,
                                              TO_PROTOCOL[state] if is_map else Locality.UNSPECIFIED,
                                              timestamp_ms=self.now))
+
+    def _calibrated_map_s(self, node: int, job: _Job, task: int, state: int, noise: float):
+        """t_map of emulator.yarn.timing: the run time (s, with the task's noise on start-up and processing) and, for
+        a read over a shaped link, (source node, read start ms, MB, ms after the read) for that link."""
+        t, w = self.times, self.workload
+        mb = float(job.data.input.block_bytes[task]) / MB
+        app = job.app
+        pre = t.task_startup_s * noise
+        tail = t.cpu_factor * (mb / app.map_cpu_mb_s + mb * app.map_output_ratio / t.spill_mb_s) * noise
+        read_s = mb / t.read_rates(w.remote_read_mb_s)[state]
+        flow = None
+        if state >= int(ReadLocality.CRL) and self._links is not None:
+            reps = job.data.input.replicas[task]
+            near = reps[self.topology.rack_of[reps] == self.topology.rack_of[node]]
+            src = int(near[0] if near.size else reps[0])
+            flow = (src, self.now + pre * 1000, mb, tail * 1000)
+        return pre + read_s + tail, flow
+
+    def _calibrated_reduce_s(self, node: int, job: _Job) -> float:
+        """t_red of emulator.yarn.timing (noise-free): shuffle from the nodes the maps ran on, then write."""
+        t, w, app = self.times, self.workload, job.app
+        reduces = max(job.num_reduces, 1)
+        per_node = job.map_output / reduces / MB            # this reducer's share of each node's map output
+        shuffled = float(per_node.sum())
+        written = shuffled * app.output_ratio
+        link = w.remote_read_mb_s
+        replication = t.output_replication or app.output_replication
+        if link is not None and t.shaped_transfers:
+            remote = np.delete(per_node, node)
+            shuffle_s = float(remote.max()) / (t.link_efficiency * link) if remote.size else 0.0
+            write_rate = min(t.write_mb_s, t.link_efficiency * link) if replication >= 2 else t.write_mb_s
+        else:
+            shuffle_s = shuffled / t.shuffle_mb_s
+            write_rate = t.write_mb_s * (3.0 / replication) ** 0.5
+        return t.task_startup_s + shuffle_s + t.cpu_factor * shuffled / app.reduce_cpu_mb_s + written / write_rate
 
     def take_events(self) -> list[Event]:
         events, self._events = self._events, []

@@ -30,6 +30,7 @@ from policy_engine.types import Ask, Assignment, Locality, ScheduleDecision, Sch
 class AdaptiveCacheLocalPolicy(Policy):
     name = "acl"
     capabilities = frozenset({SCHEDULE})
+    idle_without_room = True  # every ask it places must fit the node (policy_engine.batch)
     reads = frozenset({SCHEDULING_OPPORTUNITIES})
 
     def __init__(self, c: float = 3, node_locality_delay: int = 40, rack_locality_additional_delay: int = -1):

@@ -26,7 +26,7 @@ from policy_engine.artifact import ArtifactError, load_artifact
 from policy_engine.features.deeprm import BACKLOG, SLOT_TAG, ImageSpec, num_slots, since_newest_ask, slot_asks
 from policy_engine.policies.deeprm_random import request_rng
 from policy_engine.policies.rl_fc import single_threaded_blas
-from policy_engine.policy import SCHEDULE, ObservationMismatch, Policy, register
+from policy_engine.policy import DEEPRM_JOBS, SCHEDULE, ObservationMismatch, Policy, register
 from policy_engine.types import Ask, Assignment, Locality, ScheduleDecision, ScheduleObservation
 
 POLICY_NAME = "deeprm-pg"
@@ -146,6 +146,7 @@ def action_probs(logits: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
 class DeepRMPgPolicy(Policy):
     name = POLICY_NAME
     capabilities = frozenset({SCHEDULE})
+    reads = frozenset({DEEPRM_JOBS})  # on a real YARN the engine builds the job slots (deeprm_view)
 
     def __init__(self, model: str | Path | None = None, tensors: dict[str, np.ndarray] | None = None,
                  meta: dict[str, Any] | None = None, sample: bool | str = False, seed: int = 0):

@@ -13,7 +13,7 @@ import hashlib
 import numpy as np
 
 from policy_engine.features.deeprm import slot_asks
-from policy_engine.policy import SCHEDULE, Policy, register
+from policy_engine.policy import DEEPRM_JOBS, SCHEDULE, Policy, register
 from policy_engine.types import Assignment, Locality, ScheduleDecision, ScheduleObservation
 
 
@@ -27,6 +27,7 @@ def request_rng(request_id: str, salt: int = 0) -> np.random.Generator:
 class DeepRMRandomPolicy(Policy):
     name = "deeprm-random"
     capabilities = frozenset({SCHEDULE})
+    reads = frozenset({DEEPRM_JOBS})  # on a real YARN the engine builds the job slots (deeprm_view)
 
     def __init__(self, num_slots: int | None = None, seed: int = 0):
         if num_slots is not None and num_slots < 1:

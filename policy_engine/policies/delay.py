@@ -23,6 +23,7 @@ from policy_engine.types import Assignment, Locality, ScheduleDecision, Schedule
 class DelayPolicy(Policy):
     name = "delay"
     capabilities = frozenset({SCHEDULE})
+    idle_without_room = True  # every ask it places must fit the node (policy_engine.batch)
     reads = frozenset({SCHEDULING_OPPORTUNITIES})
 
     def __init__(self, node_locality_delay: int = 40, rack_locality_additional_delay: int = -1):

@@ -17,7 +17,16 @@ from policy_engine.types import Ask, Assignment, ScheduleDecision, ScheduleObser
 _FIFO_KEY = attrgetter("submit_time_ms", "application_id", "attempt_id", "priority", "allocation_request_id")
 
 
+class FifoOrdered(list):
+    """Asks already in FIFO order (the batched path, policy_engine.batch, sorts a batch's asks once and hands each
+    node its live ones in that order): fifo_order returns it as it is instead of sorting it again per node."""
+
+    __slots__ = ()
+
+
 def fifo_order(asks: list[Ask]) -> list[Ask]:
+    if type(asks) is FifoOrdered:
+        return asks
     return sorted(asks, key=_FIFO_KEY)
 
 
@@ -26,6 +35,7 @@ def fifo_order(asks: list[Ask]) -> list[Ask]:
 class FifoPolicy(Policy):
     name = "fifo"
     capabilities = frozenset({SCHEDULE})
+    idle_without_room = True  # every ask it places must fit the node (policy_engine.batch)
 
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         free = obs.node.unallocated

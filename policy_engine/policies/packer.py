@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from policy_engine.features.deeprm import ImageSpec
 from policy_engine.policies.sjf import greedy_slots
-from policy_engine.policy import SCHEDULE, Policy, register
+from policy_engine.policy import DEEPRM_JOBS, SCHEDULE, Policy, register
 from policy_engine.types import Ask, Resource, ScheduleDecision, ScheduleObservation
 
 
@@ -18,6 +18,7 @@ from policy_engine.types import Ask, Resource, ScheduleDecision, ScheduleObserva
 class PackerPolicy(Policy):
     name = "packer"
     capabilities = frozenset({SCHEDULE})
+    reads = frozenset({DEEPRM_JOBS})  # on a real YARN the engine builds the job slots (deeprm_view)
 
     def __init__(self, num_slots: int | None = None, memory_unit_mb: int = ImageSpec.memory_unit_mb):
         if (num_slots is not None and num_slots < 1) or memory_unit_mb < 1:

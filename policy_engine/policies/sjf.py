@@ -8,7 +8,7 @@ free resources, the shortest (the lowest slot on ties); repeated until none fits
 from __future__ import annotations
 
 from policy_engine.features.deeprm import slot_asks
-from policy_engine.policy import SCHEDULE, Policy, register
+from policy_engine.policy import DEEPRM_JOBS, SCHEDULE, Policy, register
 from policy_engine.types import Ask, Assignment, Locality, Resource, ScheduleDecision, ScheduleObservation
 
 
@@ -38,6 +38,7 @@ def greedy_slots(obs: ScheduleObservation, num_slots: int | None, score) -> Sche
 class ShortestJobFirstPolicy(Policy):
     name = "sjf"
     capabilities = frozenset({SCHEDULE})
+    reads = frozenset({DEEPRM_JOBS})  # on a real YARN the engine builds the job slots (deeprm_view)
 
     def __init__(self, num_slots: int | None = None):
         if num_slots is not None and num_slots < 1:
@@ -73,6 +74,7 @@ class HoldBackSJFPolicy(Policy):
 
     name = "sjf-holdback"
     capabilities = frozenset({SCHEDULE})
+    reads = frozenset({DEEPRM_JOBS})  # on a real YARN the engine builds the job slots (deeprm_view)
 
     def __init__(self, num_slots: int | None = None, hold_len: int = HOLD_LEN, hold_free: int = HOLD_FREE,
                  memory_unit_mb: int = 1024, step_ms: int = 1000):

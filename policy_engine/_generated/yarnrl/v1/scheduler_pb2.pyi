@@ -205,16 +205,18 @@ class ClusterSummary(_message.Message):
     def __init__(self, num_nodes: _Optional[int] = ..., num_racks: _Optional[int] = ..., total: _Optional[_Union[Resource, _Mapping]] = ..., unallocated: _Optional[_Union[Resource, _Mapping]] = ..., resource_calculator: _Optional[_Union[ResourceCalculatorKind, str]] = ...) -> None: ...
 
 class ScheduleRequest(_message.Message):
-    __slots__ = ("request_id", "node", "asks", "cluster")
+    __slots__ = ("request_id", "node", "asks", "cluster", "shadow")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     ASKS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     node: NodeSnapshot
     asks: _containers.RepeatedCompositeFieldContainer[ResourceAsk]
     cluster: ClusterSummary
-    def __init__(self, request_id: _Optional[str] = ..., node: _Optional[_Union[NodeSnapshot, _Mapping]] = ..., asks: _Optional[_Iterable[_Union[ResourceAsk, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterSummary, _Mapping]] = ...) -> None: ...
+    shadow: bool
+    def __init__(self, request_id: _Optional[str] = ..., node: _Optional[_Union[NodeSnapshot, _Mapping]] = ..., asks: _Optional[_Iterable[_Union[ResourceAsk, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterSummary, _Mapping]] = ..., shadow: _Optional[bool] = ...) -> None: ...
 
 class Assignment(_message.Message):
     __slots__ = ("ask_id", "count", "locality")
@@ -227,18 +229,96 @@ class Assignment(_message.Message):
     def __init__(self, ask_id: _Optional[str] = ..., count: _Optional[int] = ..., locality: _Optional[_Union[Locality, str]] = ...) -> None: ...
 
 class ScheduleResponse(_message.Message):
-    __slots__ = ("request_id", "decision_id", "assignments", "policy", "model_version")
+    __slots__ = ("request_id", "decision_id", "assignments", "policy", "model_version", "shadow")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_ID_FIELD_NUMBER: _ClassVar[int]
     ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SHADOW_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     decision_id: str
     assignments: _containers.RepeatedCompositeFieldContainer[Assignment]
     policy: str
     model_version: str
-    def __init__(self, request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., assignments: _Optional[_Iterable[_Union[Assignment, _Mapping]]] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ...) -> None: ...
+    shadow: bool
+    def __init__(self, request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., assignments: _Optional[_Iterable[_Union[Assignment, _Mapping]]] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ..., shadow: _Optional[bool] = ...) -> None: ...
+
+class ScheduleBatchRequest(_message.Message):
+    __slots__ = ("batch_id", "nodes", "asks", "cluster", "request_ids", "locality")
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    ASKS_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_IDS_FIELD_NUMBER: _ClassVar[int]
+    LOCALITY_FIELD_NUMBER: _ClassVar[int]
+    batch_id: str
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeSnapshot]
+    asks: _containers.RepeatedCompositeFieldContainer[ResourceAsk]
+    cluster: ClusterSummary
+    request_ids: _containers.RepeatedScalarFieldContainer[str]
+    locality: ScheduleBatchLocality
+    def __init__(self, batch_id: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[NodeSnapshot, _Mapping]]] = ..., asks: _Optional[_Iterable[_Union[ResourceAsk, _Mapping]]] = ..., cluster: _Optional[_Union[ClusterSummary, _Mapping]] = ..., request_ids: _Optional[_Iterable[str]] = ..., locality: _Optional[_Union[ScheduleBatchLocality, _Mapping]] = ...) -> None: ...
+
+class ScheduleBatchLocality(_message.Message):
+    __slots__ = ("names", "ask_index", "name_index", "num_containers", "relax_locality")
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    ASK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    NAME_INDEX_FIELD_NUMBER: _ClassVar[int]
+    NUM_CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    RELAX_LOCALITY_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    ask_index: _containers.RepeatedScalarFieldContainer[int]
+    name_index: _containers.RepeatedScalarFieldContainer[int]
+    num_containers: _containers.RepeatedScalarFieldContainer[int]
+    relax_locality: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., ask_index: _Optional[_Iterable[int]] = ..., name_index: _Optional[_Iterable[int]] = ..., num_containers: _Optional[_Iterable[int]] = ..., relax_locality: _Optional[_Iterable[bool]] = ...) -> None: ...
+
+class ScheduleBatchRefusal(_message.Message):
+    __slots__ = ("code", "message")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ScheduleBatchNodeResult(_message.Message):
+    __slots__ = ("node_id", "request_id", "decision_id", "assignments", "refusal")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    request_id: str
+    decision_id: str
+    assignments: _containers.RepeatedCompositeFieldContainer[Assignment]
+    refusal: ScheduleBatchRefusal
+    def __init__(self, node_id: _Optional[str] = ..., request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., assignments: _Optional[_Iterable[_Union[Assignment, _Mapping]]] = ..., refusal: _Optional[_Union[ScheduleBatchRefusal, _Mapping]] = ...) -> None: ...
+
+class ScheduleBatchAskRefusal(_message.Message):
+    __slots__ = ("index", "ask_id", "refusal")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    ASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    ask_id: str
+    refusal: ScheduleBatchRefusal
+    def __init__(self, index: _Optional[int] = ..., ask_id: _Optional[str] = ..., refusal: _Optional[_Union[ScheduleBatchRefusal, _Mapping]] = ...) -> None: ...
+
+class ScheduleBatchResponse(_message.Message):
+    __slots__ = ("batch_id", "results", "policy", "model_version", "refused_asks")
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_ASKS_FIELD_NUMBER: _ClassVar[int]
+    batch_id: str
+    results: _containers.RepeatedCompositeFieldContainer[ScheduleBatchNodeResult]
+    policy: str
+    model_version: str
+    refused_asks: _containers.RepeatedCompositeFieldContainer[ScheduleBatchAskRefusal]
+    def __init__(self, batch_id: _Optional[str] = ..., results: _Optional[_Iterable[_Union[ScheduleBatchNodeResult, _Mapping]]] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ..., refused_asks: _Optional[_Iterable[_Union[ScheduleBatchAskRefusal, _Mapping]]] = ...) -> None: ...
 
 class ClusterDemand(_message.Message):
     __slots__ = ("cluster_id", "request_distribution", "standard_runtime", "deadline")
@@ -493,17 +573,21 @@ class GetInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetInfoResponse(_message.Message):
-    __slots__ = ("protocol_version", "policy", "model_version", "model_checksum", "capabilities", "engine_version")
+    __slots__ = ("protocol_version", "policy", "model_version", "model_checksum", "capabilities", "engine_version", "max_batch_nodes", "max_batch_asks")
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     MODEL_VERSION_FIELD_NUMBER: _ClassVar[int]
     MODEL_CHECKSUM_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     ENGINE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCH_NODES_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCH_ASKS_FIELD_NUMBER: _ClassVar[int]
     protocol_version: str
     policy: str
     model_version: str
     model_checksum: str
     capabilities: _containers.RepeatedScalarFieldContainer[str]
     engine_version: str
-    def __init__(self, protocol_version: _Optional[str] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ..., model_checksum: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., engine_version: _Optional[str] = ...) -> None: ...
+    max_batch_nodes: int
+    max_batch_asks: int
+    def __init__(self, protocol_version: _Optional[str] = ..., policy: _Optional[str] = ..., model_version: _Optional[str] = ..., model_checksum: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., engine_version: _Optional[str] = ..., max_batch_nodes: _Optional[int] = ..., max_batch_asks: _Optional[int] = ...) -> None: ...

@@ -44,6 +44,11 @@ class PolicyEngineStub:
                 request_serializer=policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleRequest.SerializeToString,
                 response_deserializer=policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleResponse.FromString,
                 _registered_method=True)
+        self.ScheduleBatch = channel.unary_unary(
+                '/yarnrl.v1.PolicyEngine/ScheduleBatch',
+                request_serializer=policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleBatchRequest.SerializeToString,
+                response_deserializer=policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleBatchResponse.FromString,
+                _registered_method=True)
         self.Route = channel.unary_unary(
                 '/yarnrl.v1.PolicyEngine/Route',
                 request_serializer=policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.RouteRequest.SerializeToString,
@@ -77,6 +82,13 @@ class PolicyEngineServicer:
 
     def ScheduleStream(self, request_iterator, context):
         """Same as Schedule, many heartbeats over one stream: answers come back in request order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ScheduleBatch(self, request, context):
+        """Many node heartbeats per call, asks sent once (GetInfo capability "schedule-batch"); see ScheduleBatchRequest.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -118,6 +130,11 @@ def add_PolicyEngineServicer_to_server(servicer, server):
                     servicer.ScheduleStream,
                     request_deserializer=policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleRequest.FromString,
                     response_serializer=policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleResponse.SerializeToString,
+            ),
+            'ScheduleBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScheduleBatch,
+                    request_deserializer=policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleBatchRequest.FromString,
+                    response_serializer=policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleBatchResponse.SerializeToString,
             ),
             'Route': grpc.unary_unary_rpc_method_handler(
                     servicer.Route,
@@ -194,6 +211,33 @@ class PolicyEngine:
             '/yarnrl.v1.PolicyEngine/ScheduleStream',
             policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleRequest.SerializeToString,
             policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScheduleBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnrl.v1.PolicyEngine/ScheduleBatch',
+            policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleBatchRequest.SerializeToString,
+            policy__engine_dot___generated_dot_yarnrl_dot_v1_dot_scheduler__pb2.ScheduleBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -201,6 +201,16 @@ final class EnginePath implements AutoCloseable {
     });
   }
 
+  /**
+   * Shadow mode: ask about this node without holding it (nothing is in flight for it, nothing will be applied);
+   * the answer or failure goes to {@code done} on the call's thread. A failure still counts for the breaker.
+   */
+  void sendShadow(Snapshots.Snapshot snapshot,
+      java.util.function.BiConsumer<org.yarnrl.v1.ScheduleResponse, EngineClient.CallFailed> done) {
+    EngineClient client = engines.current();
+    client.scheduleAsync(snapshot.request.toBuilder().setShadow(true).build(), done);
+  }
+
   private void redispatch(NodeId node) {
     RMContext context = rmContext;
     RMNode rmNode = context == null ? null : context.getRMNodes().get(node);

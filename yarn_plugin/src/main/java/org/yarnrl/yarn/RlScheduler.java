@@ -1,5 +1,6 @@
 package org.yarnrl.yarn;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -11,7 +12,9 @@ import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.Container;
 import org.apache.hadoop.yarn.api.records.ContainerId;
 import org.apache.hadoop.yarn.api.records.ContainerStatus;
+import org.apache.hadoop.yarn.api.records.NodeId;
 import org.apache.hadoop.yarn.api.records.ResourceRequest;
+import org.apache.hadoop.yarn.server.resourcemanager.RMContext;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMApp;
 import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState;
 import org.apache.hadoop.yarn.server.resourcemanager.rmcontainer.RMContainer;
@@ -82,6 +85,9 @@ public class RlScheduler extends FifoSchedulerBase {
   private EnginePath engine;
   private WaitCap waitCap;
   private ObjectName mbeanName;
+  /** yarnrl.engine.mode: ACTIVE applies the engine's answers, SHADOW only records them (ShadowMode). */
+  private volatile ShadowMode.Mode mode = ShadowMode.Mode.ACTIVE;
+  private final ShadowMode shadow = new ShadowMode();
   private final Map<ApplicationId, Snapshots.JobInfo> jobs = new ConcurrentHashMap<>();
   private final Set<String> racks = ConcurrentHashMap.newKeySet();
   /** Running containers' ContainerStarted events (engine-placed and native): locality and decision id for
@@ -95,6 +101,7 @@ public class RlScheduler extends FifoSchedulerBase {
   @Override
   public void serviceInit(Configuration conf) throws Exception {
     super.serviceInit(conf);
+    mode = ShadowMode.Mode.fromConf(conf); // a bad value stops the RM here, with the key named
     engine = EnginePath.fromConf(conf, rlMetrics, "RlScheduler, FIFO");
     // checked with or without an engine: a bad value stops the RM either way
     waitCap = WaitCap.fromConf(conf, conf, rlMetrics);
@@ -116,6 +123,22 @@ public class RlScheduler extends FifoSchedulerBase {
     EnginePath.stop(mbeanName, engine, rlMetrics, "RlScheduler");
     mbeanName = null;
     super.serviceStop();
+  }
+
+  /** yarn.resourcemanager.scheduler refresh (rmadmin -refreshQueues): shadow and active switch without a restart. */
+  @Override
+  public void reinitialize(Configuration conf, RMContext rmContext) throws IOException {
+    ShadowMode.Mode next = ShadowMode.Mode.fromConf(conf); // refused before anything changes
+    super.reinitialize(conf, rmContext);
+    if (next != mode) {
+      LOG.info("yarn-rl RlScheduler: {} {} -> {}", ShadowMode.MODE, mode, next);
+      mode = next;
+    }
+  }
+
+  /** Shadow mode's counters (asked, answered, failed, skipped, reported). */
+  ShadowMode getShadow() {
+    return shadow;
   }
 
   /** The plugin's counters (also on JMX). */
@@ -184,6 +207,7 @@ public class RlScheduler extends FifoSchedulerBase {
     if (known) {
       if (engine != null) {
         engine.forget(nodeInfo.getNodeID());
+        shadow.forget(nodeInfo.getNodeID(), engine::report);
       }
       report(Event.newBuilder().setNodeRemoved(NodeRemoved.newBuilder()
           .setNodeId(nodeInfo.getNodeID().toString())));
@@ -299,6 +323,14 @@ public class RlScheduler extends FifoSchedulerBase {
       // the AMs withdrew their asks meanwhile, or none fits the node by the RM's calculator or may go there:
       // native FIFO would place nothing either, so no engine call
       return Handled.IDLE;
+    }
+    if (mode == ShadowMode.Mode.SHADOW) { // ask, never wait, never apply: YARN schedules this heartbeat
+      NodeId id = node.getNodeID();
+      if (shadow.begin(id)) {
+        // on the call's thread: only ShadowMode's own state and the (thread-safe) report queue are touched
+        engine.sendShadow(snapshot, (response, failure) -> shadow.answered(id, response, failure, engine::report));
+      }
+      return Handled.NATIVE;
     }
     engine.send(node.getNodeID(), snapshot);
     return Handled.ASKED;
@@ -420,7 +452,7 @@ public class RlScheduler extends FifoSchedulerBase {
     if (engine == null) {
       return;
     }
-    Event started = Event.newBuilder()
+    Event.Builder builder = Event.newBuilder()
         .setTimestampMs(System.currentTimeMillis())
         .setDecisionId(decisionId)
         .setContainerStarted(ContainerStarted.newBuilder()
@@ -428,10 +460,14 @@ public class RlScheduler extends FifoSchedulerBase {
             .setApplicationId(app.getApplicationId().toString())
             .setNodeId(node.getNodeID().toString())
             .setAskId(Snapshots.askId(app, key))
-            .setLocality(locality))
-        .build();
+            .setLocality(locality));
+    Event started = builder.build();
     startedEvents.put(container.getId(), started);
-    engine.report(started);
+    if (mode == ShadowMode.Mode.SHADOW && decisionId.isEmpty()) {
+      shadow.started(node.getNodeID(), builder, engine::report); // with the shadow decision's id, once known
+    } else {
+      engine.report(started);
+    }
   }
 
   /**
