@@ -192,7 +192,10 @@ def summarize(samples: list[Sample], t_fault: float, t_recover: float, before: d
     engine_back = next((s for s in samples if t_engine is not None and s.t >= t_engine), None)
     return {
         "fault_s": round(t_recover - t_fault, 2),
-        "fallback_s": since(t_fb, t_fault) if t_fb is not None and t_fb <= t_recover else None,
+        # the count read at recovery proves the fallback came before it; the sampler may show it one poll later
+        # (a case that ends as soon as its fallback is counted), so that first sample is the time's upper bound
+        "fallback_s": since(t_fb, t_fault) if t_fb is not None and (
+            t_fb <= t_recover or at_recovery["Fallbacks"] > before["Fallbacks"]) else None,
         "unhealthy_s": since(t_unhealthy, t_fault) if t_unhealthy is not None and t_unhealthy <= t_recover else None,
         "serving_s": since(t_serving, t_recover),
         "breaker_closed_s": since(t_closed, t_recover),
