@@ -462,7 +462,9 @@ class BatchScheduler:
         n_asks = len(asks)
         # Views are shared between nodes and batches unless something may keep or edit an observation after its
         # decision (a decision log writes it later; annotators edit asks): then every node gets fresh ones.
-        shared = engine.decision_log is None and not engine.annotators
+        # DeepRM's view (engine.state.deeprm) keeps asks in its job slots across heartbeats and copies them
+        # (dataclasses.replace), so it gets fresh plain views too.
+        shared = engine.decision_log is None and not engine.annotators and engine.state.deeprm is None
         if shared:
             for b in asks:  # live "*" counts: a booking changes the cell, not every view of the ask
                 b.cell = self._cell(b.ask)

@@ -59,6 +59,18 @@ def test_batched_placements_equal_per_heartbeat_placements(name, options, seed):
     assert drive_batched(Engine(make(name, options)), cluster, hbs, arrivals, 8, max_views=10) == single
 
 
+@pytest.mark.parametrize("name", ["sjf", "sjf-holdback", "packer"])
+def test_deeprm_family_on_a_plugin_cluster_batched_equals_per_heartbeat(name):
+    """On a YARN cluster the DeepRM-family policies decide on DeepRM's view of each heartbeat, which keeps asks in
+    its job slots and copies them: a batch must give them plain asks, not the live "*"-count views the other
+    policies share (CI's fuzz run crashed on that), and place what one call per heartbeat places."""
+    cluster, hbs, arrivals = scenario(0, 6)
+    single = drive_single(Engine(create(name)), cluster, hbs, arrivals)
+    assert len(single) >= 20
+    for size in (1, 8, 24):
+        assert drive_batched(Engine(create(name)), cluster, hbs, arrivals, size) == single
+
+
 def test_delay_counts_missed_opportunities_per_node_of_a_batch():
     """Delay waits `node_locality_delay` heartbeats: with delay 3, an ask named only on h0 is offered three other
     nodes of one batch without going off-switch, and goes off-switch on the fourth, as with four single calls."""

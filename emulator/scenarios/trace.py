@@ -35,6 +35,7 @@ from emulator.drivers import Driver
 from emulator.scenario import Scenario, register_scenario, reject_unknown_params
 from emulator.yarn.cluster import ClusterConfig, WorkloadConfig, YarnSimulation
 from emulator.yarn.hdfs import GB, MB, InputFile, Topology, fill_cache, place_replicas
+from emulator.yarn.timing import TimeModel
 from emulator.yarn.traces import FORMATS, TraceError, TraceWorkload, read_trace
 from emulator.yarn.workloads import APPS, map_runtime_s
 from policy_engine.features.locality import NUM_STATES, ReadLocality
@@ -52,6 +53,10 @@ class TraceSimulation(YarnSimulation):
                  topology: Topology, node_memory: np.ndarray, node_vcores: np.ndarray,
                  max_idle_heartbeats: int = 50_000):
         self.cluster_cfg = cluster
+        # traces carry their own durations: the default (uncalibrated) time model, no shaped transfers
+        self.times = TimeModel()
+        self._calibrated = False
+        self._links = None
         self.workload = workload
         self.seed = int(seed)
         self.app = workload.profile
