@@ -68,6 +68,15 @@ import org.yarnrl.v1.NodeRemoved;
  * on the same JMX bean as RlScheduler, {@code Hadoop:service=ResourceManager,name=RlScheduler}). Preemption is
  * CapacityScheduler's own monitor, untouched.
  *
+ * <p>Shadow mode, per queue: {@code yarn.scheduler.capacity.<queue-path>.yarnrl.engine.mode} = shadow (or active;
+ * a parent's setting holds for its children unless they set their own; the default is the scheduler's
+ * {@code yarnrl.engine.mode}, itself active by default) for an engine queue: on each heartbeat where a shadow queue
+ * has a pending ask that fits the node, the engine is asked ({@link ShadowMode}) but never waited for and never
+ * applied; CapacityScheduler places that queue's containers exactly as without the plugin, and they are reported to
+ * the engine with the shadow decision's id. The snapshot is taken before the heartbeat's node update (its
+ * finished containers are released inside CapacityScheduler's private allocation step), so a node that frees its
+ * room on a heartbeat is shadowed from its next one. {@code yarn rmadmin -refreshQueues} switches modes, no restart.
+ *
  * <p>Asynchronous scheduling ({@code yarn.scheduler.capacity.schedule-asynchronously.enable}, on by default in
  * 3.5.0) allocates from CapacityScheduler's own threads outside node updates: with an engine address set it is
  * turned off unless yarn-site.xml sets it explicitly, and when it is on the engine is not used (logged at start).
@@ -77,11 +86,20 @@ public class RlCapacityScheduler extends CapacityScheduler {
 
   /** Per queue, after {@code yarn.scheduler.capacity.<queue-path>.}: whether the engine places its containers. */
   public static final String QUEUE_ENGINE_ENABLED = "yarnrl.engine.enabled";
+  /** Per queue, after {@code yarn.scheduler.capacity.<queue-path>.}: active or shadow, for an engine queue. */
+  public static final String QUEUE_ENGINE_MODE = ShadowMode.MODE;
   private static final String CS_PREFIX = "yarn.scheduler.capacity.";
 
   private final RlSchedulerMetrics rlMetrics = new RlSchedulerMetrics();
   private final Map<NodeId, NodePlan> plans = new ConcurrentHashMap<>();
+  /** Per queue path: whether the engine places its containers (an engine queue in active mode). */
   private final Map<String, Boolean> engineQueues = new ConcurrentHashMap<>();
+  /** Per queue path: whether it is an engine queue in shadow mode. */
+  private final Map<String, Boolean> shadowQueues = new ConcurrentHashMap<>();
+  private final ShadowMode shadow = new ShadowMode(rlMetrics);
+  /** The scheduler's yarnrl.engine.mode: the mode of every engine queue that does not set its own. */
+  private volatile ShadowMode.Mode schedulerMode = ShadowMode.Mode.ACTIVE;
+  private volatile boolean anyShadowQueue;
   private final Map<ApplicationId, Snapshots.JobInfo> jobs = new ConcurrentHashMap<>();
   private final Map<ContainerId, Event> startedEvents = new ConcurrentHashMap<>();
   private final java.util.Set<String> racks = ConcurrentHashMap.newKeySet();
@@ -116,7 +134,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
     super.serviceInit(conf);
     // checked with or without an engine: a bad value stops the RM either way
     waitCap = WaitCap.fromConf(conf, getConfiguration(), rlMetrics);
-    refreshEngineQueues();
+    refreshEngineQueues(conf);
     rlMetrics.resourceCalculator = getResourceCalculator().getClass().getSimpleName();
     if (getConfiguration().getScheduleAynschronously()) {
       LOG.warn("RlCapacityScheduler: {}=true, so CapacityScheduler allocates from its own threads outside node "
@@ -165,7 +183,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
   @Override
   public void reinitialize(Configuration newConf, RMContext rmContext, boolean validation) throws IOException {
     super.reinitialize(newConf, rmContext, validation);
-    refreshEngineQueues(); // refreshQueues may switch queues on or off
+    refreshEngineQueues(newConf); // refreshQueues may switch queues on or off, or between shadow and active
   }
 
   /** The plugin's counters (also on JMX). */
@@ -173,10 +191,13 @@ public class RlCapacityScheduler extends CapacityScheduler {
     return rlMetrics;
   }
 
-  private void refreshEngineQueues() {
-    engineQueues.clear();
-    queueWaitLimits.clear();
+  private void refreshEngineQueues(Configuration yarnConf) {
+    String wide = getConfiguration().get(ShadowMode.MODE);
+    // a bad value is refused here, before anything of this refresh is in force (at start: the RM stops)
+    ShadowMode.Mode nextMode = ShadowMode.Mode.parse(wide != null ? wide : yarnConf.get(ShadowMode.MODE),
+        ShadowMode.MODE);
     boolean any = false;
+    boolean anyShadowKey = nextMode == ShadowMode.Mode.SHADOW;
     for (Map.Entry<String, String> e : getConfiguration().getPropsWithPrefix(CS_PREFIX).entrySet()) {
       String key = e.getKey();
       String value = e.getValue() == null ? "" : e.getValue().trim();
@@ -189,29 +210,87 @@ public class RlCapacityScheduler extends CapacityScheduler {
         WaitCap.heartbeats(CS_PREFIX + key, value); // throws naming the key and the range
       } else if (key.endsWith("." + WaitCap.QUEUE_MAX_MS)) {
         WaitCap.millis(CS_PREFIX + key, value, WaitCap.DEFAULT_MAX_MS);
+      } else if (key.endsWith("." + QUEUE_ENGINE_MODE)) {
+        anyShadowKey |= ShadowMode.Mode.parse(value, CS_PREFIX + key) == ShadowMode.Mode.SHADOW;
       }
     }
+    engineQueues.clear();
+    shadowQueues.clear();
+    queueWaitLimits.clear();
+    if (nextMode != schedulerMode) {
+      LOG.info("RlCapacityScheduler: {} {} -> {}", ShadowMode.MODE, schedulerMode.label(), nextMode.label());
+    }
+    schedulerMode = nextMode;
+    anyShadowQueue = any && anyShadowKey;
     anyEngineQueue = any;
+    rlMetrics.engineMode = nextMode.label();
+    List<String> inShadow = new ArrayList<>();
+    if (anyShadowQueue && getRootQueue() != null) {
+      collectShadowQueues(getRootQueue(), inShadow);
+    }
+    rlMetrics.shadowQueues = String.join(",", inShadow);
+    if (anyShadowQueue) {
+      LOG.info("RlCapacityScheduler: engine queues in shadow mode (asked, never applied): {}", inShadow);
+    }
     if (!any) {
       LOG.info("RlCapacityScheduler: no queue sets {}{}.{}=true; scheduling is plain CapacityScheduler", CS_PREFIX,
           "<queue-path>", QUEUE_ENGINE_ENABLED);
     }
   }
 
-  /** Whether the engine places this queue's containers (its own setting, else its nearest parent's; default no). */
+  private void collectShadowQueues(CSQueue queue, List<String> out) {
+    List<CSQueue> children = queue.getChildQueues();
+    if (children == null || children.isEmpty()) {
+      if (isShadowQueue(queue.getQueuePath())) {
+        out.add(queue.getQueuePath());
+      }
+      return;
+    }
+    for (CSQueue child : children) {
+      collectShadowQueues(child, out);
+    }
+  }
+
+  /**
+   * Whether the engine places this queue's containers: an engine queue (its own {@value #QUEUE_ENGINE_ENABLED},
+   * else its nearest parent's; default no) in active mode.
+   */
   public boolean isEngineQueue(String queuePath) {
     if (queuePath == null || !anyEngineQueue) {
       return false;
     }
-    return engineQueues.computeIfAbsent(queuePath, path -> {
-      for (String p = path; !p.isEmpty(); p = p.contains(".") ? p.substring(0, p.lastIndexOf('.')) : "") {
-        String v = getConfiguration().get(CS_PREFIX + p + "." + QUEUE_ENGINE_ENABLED);
-        if (v != null) {
-          return Boolean.parseBoolean(v.trim());
-        }
-      }
+    return engineQueues.computeIfAbsent(queuePath,
+        path -> optedIn(path) && queueMode(path) == ShadowMode.Mode.ACTIVE);
+  }
+
+  /** Whether this queue is an engine queue in shadow mode: the engine is asked, CapacityScheduler places. */
+  public boolean isShadowQueue(String queuePath) {
+    if (queuePath == null || !anyShadowQueue) {
       return false;
-    });
+    }
+    return shadowQueues.computeIfAbsent(queuePath,
+        path -> optedIn(path) && queueMode(path) == ShadowMode.Mode.SHADOW);
+  }
+
+  private boolean optedIn(String path) {
+    String v = nearest(path, QUEUE_ENGINE_ENABLED);
+    return v != null && Boolean.parseBoolean(v);
+  }
+
+  private ShadowMode.Mode queueMode(String path) {
+    String v = nearest(path, QUEUE_ENGINE_MODE);
+    return v == null ? schedulerMode : ShadowMode.Mode.parse(v, CS_PREFIX + path + "." + QUEUE_ENGINE_MODE);
+  }
+
+  /** A per-queue setting: the queue's own, else its nearest parent's, else null. */
+  private String nearest(String path, String suffix) {
+    for (String p = path; !p.isEmpty(); p = p.contains(".") ? p.substring(0, p.lastIndexOf('.')) : "") {
+      String v = getConfiguration().getTrimmed(CS_PREFIX + p + "." + suffix);
+      if (v != null && !v.isEmpty()) {
+        return v;
+      }
+    }
+    return null;
   }
 
   /** A queue's wait cap: its own settings, else its nearest parent's, else the scheduler's (yarn-site.xml). */
@@ -265,6 +344,10 @@ public class RlCapacityScheduler extends CapacityScheduler {
     return queue instanceof CSQueue && isEngineQueue(((CSQueue) queue).getQueuePath());
   }
 
+  private boolean isShadowQueue(Queue queue) {
+    return queue instanceof CSQueue && isShadowQueue(((CSQueue) queue).getQueuePath());
+  }
+
   /** Whether the engine places this attempt's containers (by its queue now). */
   boolean isEngineApp(ApplicationAttemptId attempt) {
     FiCaSchedulerApp app = getApplicationAttempt(attempt);
@@ -292,6 +375,9 @@ public class RlCapacityScheduler extends CapacityScheduler {
     if (answer != null) {
       applyAnswer(nm, answer);
       return;
+    }
+    if (anyShadowQueue) {
+      shadowAsk(id); // the shadow queues' ask for this heartbeat, before anything is placed on it
     }
     if (engine.inFlight(id)) {
       pass(nm, NodePlan.HOLD); // a heartbeat while the answer is on its way: bookkeeping only
@@ -338,6 +424,42 @@ public class RlCapacityScheduler extends CapacityScheduler {
     rlMetrics.engineNanos.add(System.nanoTime() - start);
   }
 
+  /** Shadow mode: ask about the shadow queues' asks on this node, never wait, never apply (ShadowMode). */
+  private void shadowAsk(NodeId id) {
+    FiCaSchedulerNode node = getNode(id);
+    List<FiCaSchedulerApp> attempts = node == null ? List.of() : attemptsIn(node, true);
+    if (attempts.isEmpty()) {
+      return; // no shadow queue's ask may use this node: CapacityScheduler places none of theirs here
+    }
+    if (!engine.mayAsk()
+        || !ResourceFit.fits(getResourceCalculator(), getMinimumResourceCapability(), 1, node.getUnallocatedResource())) {
+      shadow.unshadowed(id);
+      return;
+    }
+    Snapshots.Snapshot snapshot;
+    readLock.lock();
+    try {
+      snapshot = engine.snapshots().build(engine.nextRequestId(), node, attempts, jobs,
+          Snapshots.cluster(this, racks), getResourceCalculator(), System.currentTimeMillis());
+    } finally {
+      readLock.unlock();
+    }
+    ShadowMode.Ask ask = snapshot.anyFits ? shadow.begin(id) : null;
+    if (ask == null) {
+      if (!snapshot.anyFits) {
+        shadow.unshadowed(id);
+      }
+      return;
+    }
+    // on the call's thread: only ShadowMode's own state and the (thread-safe) report queue are touched
+    engine.sendShadow(snapshot, (response, failure) -> shadow.answered(ask, response, failure, engine::report));
+  }
+
+  /** Shadow mode's counters (tests). */
+  ShadowMode getShadow() {
+    return shadow;
+  }
+
   /** One CapacityScheduler node update with this plan in force on the node. */
   private void pass(RMNode nm, NodePlan plan) {
     plans.put(nm.getNodeID(), plan);
@@ -379,10 +501,16 @@ public class RlCapacityScheduler extends CapacityScheduler {
 
   /** Attempts in engine queues with pending asks that may use this node, in submission order. */
   private List<FiCaSchedulerApp> engineAttempts(FiCaSchedulerNode node) {
+    return attemptsIn(node, false);
+  }
+
+  /** Attempts in active (or, with {@code inShadow}, shadow) engine queues with pending asks that may use the node. */
+  private List<FiCaSchedulerApp> attemptsIn(FiCaSchedulerNode node, boolean inShadow) {
     List<FiCaSchedulerApp> out = new ArrayList<>();
     for (SchedulerApplication<FiCaSchedulerApp> app : applications.values()) {
       FiCaSchedulerApp attempt = app.getCurrentAppAttempt();
-      if (attempt == null || attempt.isStopped() || !isEngineQueue(attempt.getQueue())) {
+      if (attempt == null || attempt.isStopped() || !(inShadow ? isShadowQueue(attempt.getQueue())
+          : isEngineQueue(attempt.getQueue()))) {
         continue;
       }
       if (Snapshots.hasPending(attempt, node.getPartition()) && !Snapshots.blacklisted(attempt, node)) {
@@ -431,7 +559,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
     }
     Locality locality = type == NodeType.NODE_LOCAL ? Locality.LOCALITY_NODE_LOCAL
         : type == NodeType.RACK_LOCAL ? Locality.LOCALITY_RACK_LOCAL : Locality.LOCALITY_OFF_SWITCH;
-    Event started = Event.newBuilder()
+    Event.Builder builder = Event.newBuilder()
         .setTimestampMs(System.currentTimeMillis())
         .setDecisionId(decisionId)
         .setContainerStarted(ContainerStarted.newBuilder()
@@ -439,10 +567,14 @@ public class RlCapacityScheduler extends CapacityScheduler {
             .setApplicationId(app.getApplicationId().toString())
             .setNodeId(container.getAllocatedNode().toString())
             .setAskId(key == null ? "" : Snapshots.askId(app, key))
-            .setLocality(locality))
-        .build();
+            .setLocality(locality));
+    Event started = builder.build();
     startedEvents.put(container.getContainerId(), started);
-    engine.report(started);
+    if (decisionId.isEmpty() && isShadowQueue(app.getQueue())) {
+      shadow.started(container.getAllocatedNode(), builder, engine::report); // with the shadow decision's id
+    } else {
+      engine.report(started);
+    }
   }
 
   @Override
@@ -506,6 +638,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
         RMNode n = ((NodeRemovedSchedulerEvent) event).getRemovedRMNode();
         if (engine != null) {
           engine.forget(n.getNodeID());
+          shadow.forget(n.getNodeID(), engine::report);
           engine.report(Event.newBuilder().setTimestampMs(System.currentTimeMillis())
               .setNodeRemoved(NodeRemoved.newBuilder().setNodeId(n.getNodeID().toString())).build());
         }

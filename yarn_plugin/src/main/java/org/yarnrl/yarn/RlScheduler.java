@@ -87,7 +87,7 @@ public class RlScheduler extends FifoSchedulerBase {
   private ObjectName mbeanName;
   /** yarnrl.engine.mode: ACTIVE applies the engine's answers, SHADOW only records them (ShadowMode). */
   private volatile ShadowMode.Mode mode = ShadowMode.Mode.ACTIVE;
-  private final ShadowMode shadow = new ShadowMode();
+  private final ShadowMode shadow = new ShadowMode(rlMetrics);
   private final Map<ApplicationId, Snapshots.JobInfo> jobs = new ConcurrentHashMap<>();
   private final Set<String> racks = ConcurrentHashMap.newKeySet();
   /** Running containers' ContainerStarted events (engine-placed and native): locality and decision id for
@@ -102,6 +102,7 @@ public class RlScheduler extends FifoSchedulerBase {
   public void serviceInit(Configuration conf) throws Exception {
     super.serviceInit(conf);
     mode = ShadowMode.Mode.fromConf(conf); // a bad value stops the RM here, with the key named
+    rlMetrics.engineMode = mode.label();
     engine = EnginePath.fromConf(conf, rlMetrics, "RlScheduler, FIFO");
     // checked with or without an engine: a bad value stops the RM either way
     waitCap = WaitCap.fromConf(conf, conf, rlMetrics);
@@ -133,6 +134,7 @@ public class RlScheduler extends FifoSchedulerBase {
     if (next != mode) {
       LOG.info("yarn-rl RlScheduler: {} {} -> {}", ShadowMode.MODE, mode, next);
       mode = next;
+      rlMetrics.engineMode = next.label();
     }
   }
 
@@ -326,9 +328,10 @@ public class RlScheduler extends FifoSchedulerBase {
     }
     if (mode == ShadowMode.Mode.SHADOW) { // ask, never wait, never apply: YARN schedules this heartbeat
       NodeId id = node.getNodeID();
-      if (shadow.begin(id)) {
+      ShadowMode.Ask ask = shadow.begin(id);
+      if (ask != null) {
         // on the call's thread: only ShadowMode's own state and the (thread-safe) report queue are touched
-        engine.sendShadow(snapshot, (response, failure) -> shadow.answered(id, response, failure, engine::report));
+        engine.sendShadow(snapshot, (response, failure) -> shadow.answered(ask, response, failure, engine::report));
       }
       return Handled.NATIVE;
     }

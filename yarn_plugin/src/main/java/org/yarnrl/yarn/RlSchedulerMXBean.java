@@ -115,4 +115,37 @@ public interface RlSchedulerMXBean {
 
   /** Mean time spent in the allocation part of a node update scheduled natively, in microseconds. */
   double getMeanNativeNodeUpdateMicros();
+
+  /**
+   * {@code active} or {@code shadow}: the scheduler-wide {@code yarnrl.engine.mode}. In shadow mode the engine is
+   * asked on the heartbeats but its answers are never applied; YARN places every container (ShadowMode).
+   */
+  String getEngineMode();
+
+  /** RlCapacityScheduler: the engine queues in shadow mode, comma-separated ("" when none; RlScheduler: ""). */
+  String getShadowQueues();
+
+  /** Shadow asks sent (one per shadowed heartbeat). */
+  long getShadowAsks();
+
+  /** Shadow asks answered by the engine. */
+  long getShadowAnswers();
+
+  /** Shadow asks that brought no answer (timeout, error, engine gone, node left); YARN scheduled them anyway. */
+  long getShadowFailures();
+
+  /** Heartbeats not shadowed because their node already had the most shadow asks in flight. */
+  long getShadowAsksSkipped();
+
+  /** Containers the engine would have placed on the shadowed heartbeats (the sum of its answers' counts). */
+  long getShadowEngineContainers();
+
+  /** Containers YARN placed for shadowed asks, reported to the engine with the shadow decision's id. */
+  long getShadowNativeContainers();
+
+  /** Of those, the ones that went to an ask the engine had also given that node on that heartbeat. */
+  long getShadowAgreements();
+
+  /** Of those, the ones that went to an ask the engine had not given that node (or it placed nothing there). */
+  long getShadowDisagreements();
 }

@@ -45,6 +45,16 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   /** Engine-placed containers not applied: the ask changed (resized, withdrawn, blacklisted) meanwhile, or the
    *  node no longer had room (RlCapacityScheduler: another queue took it first). */
   final LongAdder answerContainersDiscarded = new LongAdder();
+  volatile String engineMode = "active";
+  volatile String shadowQueues = "";
+  final LongAdder shadowAsks = new LongAdder();
+  final LongAdder shadowAnswers = new LongAdder();
+  final LongAdder shadowFailures = new LongAdder();
+  final LongAdder shadowAsksSkipped = new LongAdder();
+  final LongAdder shadowEngineContainers = new LongAdder();
+  final LongAdder shadowNativeContainers = new LongAdder();
+  final LongAdder shadowAgreements = new LongAdder();
+  final LongAdder shadowDisagreements = new LongAdder();
   volatile String waitCap = "";
   volatile String resourceCalculator = "";
 
@@ -253,6 +263,56 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   }
 
   @Override
+  public String getEngineMode() {
+    return engineMode;
+  }
+
+  @Override
+  public String getShadowQueues() {
+    return shadowQueues;
+  }
+
+  @Override
+  public long getShadowAsks() {
+    return shadowAsks.sum();
+  }
+
+  @Override
+  public long getShadowAnswers() {
+    return shadowAnswers.sum();
+  }
+
+  @Override
+  public long getShadowFailures() {
+    return shadowFailures.sum();
+  }
+
+  @Override
+  public long getShadowAsksSkipped() {
+    return shadowAsksSkipped.sum();
+  }
+
+  @Override
+  public long getShadowEngineContainers() {
+    return shadowEngineContainers.sum();
+  }
+
+  @Override
+  public long getShadowNativeContainers() {
+    return shadowNativeContainers.sum();
+  }
+
+  @Override
+  public long getShadowAgreements() {
+    return shadowAgreements.sum();
+  }
+
+  @Override
+  public long getShadowDisagreements() {
+    return shadowDisagreements.sum();
+  }
+
+  @Override
   public String toString() {
     return "nodeUpdates=" + getNodeUpdates() + " engineDecisions=" + getEngineDecisions() + " engineContainers="
         + getEngineContainers() + " nativeHeartbeats=" + getNativeHeartbeats() + " nativeContainers="
@@ -266,6 +326,10 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
         + " handshake=" + getHandshakeState() + " engine=" + getEngineAddress() + " failovers=" + getFailovers()
         + " health=" + getEngineHealth() + " snapshots=" + getSnapshots() + " (asks=" + getSnapshotAsks()
         + " built=" + getSnapshotAsksBuilt() + " localityEntries=" + getSnapshotLocalityEntries() + " leftOut="
-        + getSnapshotAsksLeftOut() + ")";
+        + getSnapshotAsksLeftOut() + ") mode=" + getEngineMode() + " shadowQueues=" + getShadowQueues()
+        + " shadow(asks=" + getShadowAsks() + " answers=" + getShadowAnswers() + " failures=" + getShadowFailures()
+        + " skipped=" + getShadowAsksSkipped() + " engineContainers=" + getShadowEngineContainers()
+        + " nativeContainers=" + getShadowNativeContainers() + " agree=" + getShadowAgreements() + " differ="
+        + getShadowDisagreements() + ")";
   }
 }

@@ -1,14 +1,20 @@
 package org.yarnrl.yarn;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.api.records.NodeId;
 import org.apache.hadoop.yarn.exceptions.YarnRuntimeException;
+import org.yarnrl.v1.Assignment;
 import org.yarnrl.v1.Event;
 import org.yarnrl.v1.ScheduleResponse;
 
@@ -19,13 +25,20 @@ import org.yarnrl.v1.ScheduleResponse;
  * on that heartbeat, so the engine can record what it would have placed beside what YARN placed.
  *
  * <p>A heartbeat's native containers are assigned right after its shadow ask goes out, before the answer (and so
- * its decision id) is back: they wait here, per node, and are reported when the answer (or its failure, then
- * without a decision id) arrives. At most one shadow ask per node is in flight; a heartbeat while one is still out
- * is scheduled natively and not shadowed (counted in {@link #skipped}).
+ * its decision id) is back: they wait here, with their heartbeat's ask, and are reported when its answer (or its
+ * failure, then without a decision id) arrives. A node may have several shadow asks in flight (a slow engine, fast
+ * heartbeats), at most {@link #MAX_IN_FLIGHT_PER_NODE}; a heartbeat beyond that is scheduled natively and not
+ * shadowed (counted in ShadowAsksSkipped). Every call has the engine's deadline, so the asks in flight are bounded.
+ *
+ * <p>The counters are the scheduler's JMX bean's (RlSchedulerMetrics, Shadow*): asks, answers, failures, skipped,
+ * the containers the engine would have placed, YARN's containers reported, and of those how many went to an ask the
+ * engine had also given the node on that heartbeat (ShadowAgreements) or not (ShadowDisagreements), the same
+ * comparison the engine makes (policy_engine/shadow.py, yarnrl_shadow_placements_total).
  */
 final class ShadowMode {
 
   static final String MODE = "yarnrl.engine.mode";
+  static final int MAX_IN_FLIGHT_PER_NODE = 8;
 
   /** What the scheduler does with the engine's answers. */
   enum Mode {
@@ -48,81 +61,158 @@ final class ShadowMode {
     static Mode fromConf(Configuration conf) {
       return parse(conf.get(MODE, "active"), MODE);
     }
+
+    String label() {
+      return name().toLowerCase(Locale.ROOT);
+    }
   }
 
-  /** One node's shadowed heartbeat: the native containers waiting for the engine's decision id. */
-  private static final class Pending {
+  /** One shadowed heartbeat: its answer once in, and its native containers waiting for the decision id. */
+  static final class Ask {
     final List<Event.Builder> started = new ArrayList<>();
     boolean answered;
     String decisionId = "";
+    Set<String> engineAsks = Set.of();
   }
 
-  final LongAdder asked = new LongAdder();
-  final LongAdder answered = new LongAdder();
-  final LongAdder failed = new LongAdder();
-  final LongAdder skipped = new LongAdder();
-  final LongAdder reported = new LongAdder();
-  private final Map<NodeId, Pending> pending = new HashMap<>();
+  final LongAdder asked;
+  final LongAdder answered;
+  final LongAdder failed;
+  final LongAdder skipped;
+  final LongAdder reported;
+  private final RlSchedulerMetrics metrics;
+  /** Per node, its shadowed heartbeats, oldest first; the last is the current one (answered ones before it go). */
+  private final Map<NodeId, Deque<Ask>> asks = new HashMap<>();
 
-  /** Whether a shadow ask for this node may go out now (none in flight); marks it in flight when so. */
-  synchronized boolean begin(NodeId node) {
-    Pending p = pending.get(node);
-    if (p != null && !p.answered) {
+  ShadowMode(RlSchedulerMetrics metrics) {
+    this.metrics = metrics;
+    this.asked = metrics.shadowAsks;
+    this.answered = metrics.shadowAnswers;
+    this.failed = metrics.shadowFailures;
+    this.skipped = metrics.shadowAsksSkipped;
+    this.reported = metrics.shadowNativeContainers;
+  }
+
+  /** A shadow ask for this node's heartbeat, to pass to {@link #answered}; null (counted) when too many are out. */
+  synchronized Ask begin(NodeId node) {
+    Deque<Ask> q = asks.computeIfAbsent(node, n -> new ArrayDeque<>());
+    q.removeIf(a -> a.answered); // no longer the current heartbeat's (the new one is)
+    if (q.size() >= MAX_IN_FLIGHT_PER_NODE) {
       skipped.increment();
-      return false;
+      unshadowedLocked(q);
+      return null;
     }
-    pending.put(node, new Pending());
+    Ask a = new Ask();
+    q.addLast(a);
     asked.increment();
-    return true;
+    return a;
   }
 
-  /** A native container of this node's shadowed heartbeat: reported at once if the answer is in, else held. */
-  void started(NodeId node, Event.Builder event, java.util.function.Consumer<Event> report) {
+  /**
+   * This node's heartbeat is not shadowed (no room by the snapshot, the engine may not be asked): containers YARN
+   * places on it are reported without a decision id, not compared with an earlier heartbeat's decision.
+   */
+  synchronized void unshadowed(NodeId node) {
+    Deque<Ask> q = asks.get(node);
+    if (q != null) {
+      q.removeIf(a -> a.answered);
+      unshadowedLocked(q);
+    }
+  }
+
+  private static void unshadowedLocked(Deque<Ask> q) {
+    Ask none = new Ask();
+    none.answered = true;
+    q.addLast(none);
+  }
+
+  /**
+   * A native container on this node: it belongs to the node's latest shadowed heartbeat, held until that one's
+   * answer is in, else reported at once with its decision id (none when the node was never shadowed).
+   */
+  void started(NodeId node, Event.Builder event, Consumer<Event> report) {
     synchronized (this) {
-      Pending p = pending.get(node);
-      if (p != null && !p.answered) {
-        p.started.add(event);
+      Deque<Ask> q = asks.get(node);
+      Ask a = q == null ? null : q.peekLast();
+      if (a != null && !a.answered) {
+        a.started.add(event);
         return;
       }
-      if (p != null) {
-        event.setDecisionId(p.decisionId);
+      if (a != null) {
+        event.setDecisionId(a.decisionId);
+        compare(a, event);
       }
     }
     reported.increment();
     report.accept(event.build());
   }
 
-  /** The engine's shadow answer (or failure) for this node: its held containers go out with the decision id. */
-  void answered(NodeId node, ScheduleResponse response, Object failure, java.util.function.Consumer<Event> report) {
+  /** The engine's shadow answer (or failure) for this ask: its held containers go out with the decision id. */
+  void answered(Ask ask, ScheduleResponse response, Object failure, Consumer<Event> report) {
     List<Event.Builder> out;
     synchronized (this) {
-      Pending p = pending.get(node);
-      if (p == null) {
+      if (ask.answered) {
         return;
       }
-      p.answered = true;
-      p.decisionId = response != null ? response.getDecisionId() : "";
-      out = new ArrayList<>(p.started);
-      p.started.clear();
+      ask.answered = true;
+      if (response != null) {
+        ask.decisionId = response.getDecisionId();
+        Set<String> chosen = new HashSet<>();
+        long containers = 0;
+        for (Assignment a : response.getAssignmentsList()) {
+          if (a.getCount() > 0) {
+            chosen.add(a.getAskId());
+            containers += a.getCount();
+          }
+        }
+        ask.engineAsks = chosen;
+        metrics.shadowEngineContainers.add(containers);
+      }
+      out = new ArrayList<>(ask.started);
+      ask.started.clear();
+      for (Event.Builder e : out) {
+        e.setDecisionId(ask.decisionId);
+        if (response != null) {
+          compare(ask, e);
+        }
+      }
     }
     (response != null ? answered : failed).increment();
     for (Event.Builder e : out) {
       reported.increment();
-      report.accept(e.setDecisionId(response != null ? response.getDecisionId() : "").build());
+      report.accept(e.build());
+    }
+  }
+
+  /** Whether YARN's container went to an ask the engine also gave this node on that heartbeat. */
+  private void compare(Ask ask, Event.Builder event) {
+    if (ask.decisionId.isEmpty()) {
+      return; // the ask failed: nothing to compare with
+    }
+    if (ask.engineAsks.contains(event.getContainerStarted().getAskId())) {
+      metrics.shadowAgreements.increment();
+    } else {
+      metrics.shadowDisagreements.increment();
     }
   }
 
   /** The node left: its held containers are reported without a decision id. */
-  void forget(NodeId node, java.util.function.Consumer<Event> report) {
-    answered(node, null, "node left", report);
+  void forget(NodeId node, Consumer<Event> report) {
+    Deque<Ask> q;
     synchronized (this) {
-      pending.remove(node);
+      q = asks.remove(node);
+    }
+    if (q != null) {
+      for (Ask a : q) {
+        answered(a, null, "node left", report);
+      }
     }
   }
 
   @Override
   public String toString() {
     return "shadow asked=" + asked.sum() + " answered=" + answered.sum() + " failed=" + failed.sum() + " skipped="
-        + skipped.sum() + " reported=" + reported.sum();
+        + skipped.sum() + " reported=" + reported.sum() + " engineContainers=" + metrics.shadowEngineContainers.sum()
+        + " agree=" + metrics.shadowAgreements.sum() + " differ=" + metrics.shadowDisagreements.sum();
   }
 }
