@@ -101,7 +101,7 @@ class CapacityShadowModeTest {
       assertEquals("root.analytics", m.getShadowQueues(), m.toString());
       assertEquals("active", m.getEngineMode(), m.toString()); // the scheduler's; the queue sets its own
       Map<String, Long> shadowed = contend(c);
-      // the same shares as CapacityScheduler alone (15 containers each: 16 GB per queue, the AMs included)
+      // the same shares as CapacityScheduler alone (16 GB per queue: 15 containers and the AM)
       assertEquals(plain, shadowed, m.toString());
       assertEquals(15L, shadowed.get("queue0 containers"), shadowed.toString());
       assertEquals(0, m.getEngineContainers(), m.toString()); // nothing the engine said was applied
@@ -112,15 +112,15 @@ class CapacityShadowModeTest {
       MockCluster.waitFor(() -> m.getShadowAnswers() + m.getShadowFailures() == m.getShadowAsks(),
           "every shadow ask answered, have " + m);
       assertEquals(0, m.getShadowFailures(), m.toString());
-      // analytics' 15 containers (its AM included) went to the engine with the shadow decisions' ids; default's not
-      MockCluster.waitFor(() -> m.getShadowNativeContainers() == 15, "analytics' 15 containers reported, have " + m);
-      assertEquals(15, m.getShadowAgreements() + m.getShadowDisagreements(), m.toString());
+      // analytics' 16 containers (15 + its AM) went to the engine with the shadow decisions' ids; default's not
+      MockCluster.waitFor(() -> m.getShadowNativeContainers() == 16, "analytics' 16 containers reported, have " + m);
+      assertEquals(16, m.getShadowAgreements() + m.getShadowDisagreements(), m.toString());
       assertTrue(m.getShadowEngineContainers() > 0, m.toString());
-      // the engine saw every shadow ask as one, and counted YARN's 15 containers and the same comparison
+      // the engine saw every shadow ask as one, and counted YARN's 16 containers and the same comparison
       MockCluster.waitFor(() -> metric("yarnrl_shadow_decisions_total") - decisionsBefore == m.getShadowAnswers(),
           "the engine counted every shadow decision, have " + m);
-      MockCluster.waitFor(() -> metric("yarnrl_shadow_containers_total", "placed_by=\"yarn\"") - yarnBefore == 15,
-          "the engine counted YARN's 15 containers");
+      MockCluster.waitFor(() -> metric("yarnrl_shadow_containers_total", "placed_by=\"yarn\"") - yarnBefore == 16,
+          "the engine counted YARN's 16 containers");
       assertEquals(m.getShadowAgreements(), metric("yarnrl_shadow_placements_total", "outcome=\"agree\"")
           - agreeBefore, m.toString());
       assertEquals(m.getShadowDisagreements(), metric("yarnrl_shadow_placements_total", "outcome=\"differ\"")
