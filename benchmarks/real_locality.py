@@ -44,6 +44,15 @@ trained on that shape.
     .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \\
         --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 3 \\
         --seed 3 --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
+
+--mode shadow starts the container cluster with `yarnrl.engine.mode=shadow` on the ResourceManager: RlScheduler asks
+the engine on every heartbeat but never applies its answer, so YARN (FIFO) places every container, and each policy
+run reports, on the same heartbeats, the locality mix the engine would have chosen beside YARN's (the engine's
+yarnrl_shadow_* metrics), how often YARN's container went to an ask the engine also chose for that node, and the
+plugin's Shadow* counters (JMX).
+
+    .venv/bin/python benchmarks/real_locality.py --cluster docker --docker-name shadow --mode shadow \\
+        --policies clqlmrs --workloads wordcount --sizes tiny --runs 2
 """
 
 from __future__ import annotations
@@ -356,7 +365,8 @@ def docker_job_result(rc: int, output: str, submit_ms: int, finish_ms: int, app_
 class DockerCluster:
     """The container cluster under `name`: attached to when it runs, else started (and removed by close())."""
 
-    def __init__(self, name: str, deadline_ms: int, worker_egress_mbit: float | None = None):
+    def __init__(self, name: str, deadline_ms: int, worker_egress_mbit: float | None = None,
+                 mode: str = "active"):
         sys.path.insert(0, str(ROOT / "docker"))
         import cluster as docker_cluster
 
@@ -364,13 +374,18 @@ class DockerCluster:
             self.cluster = docker_cluster.Cluster.attach(name)
             self.started = False
             log(f"attached to the container cluster {name!r}")
+            running = str(self.cluster.rm_jmx().get("EngineMode", "active"))
+            if running != mode:
+                raise SystemExit(f"real_locality: the cluster {name!r} runs yarnrl.engine.mode={running}, not "
+                                 f"{mode}: take it down (docker/cluster.py down --name {name}) or pick another name")
             if worker_egress_mbit is not None:
                 self.cluster.shape_workers(worker_egress_mbit)
         except docker_cluster.ClusterError as e:
             if "no cluster named" not in str(e):
                 raise
             spec = docker_cluster.ClusterSpec(name=name, engine_deadline_ms=deadline_ms,
-                                              worker_egress_mbit=worker_egress_mbit)
+                                              worker_egress_mbit=worker_egress_mbit,
+                                              rm_properties={"yarnrl.engine.mode": mode} if mode != "active" else {})
             log(f"starting the container cluster {name!r} (docker/cluster.py; minutes)")
             self.cluster = docker_cluster.Cluster(spec).up(timeout=900, progress=log)
             self.started = True
@@ -461,6 +476,35 @@ class Engine:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         self._log.close()
+
+
+def shadow_mix(text: str) -> dict:
+    """Shadow mode's comparison from the engine's metrics: its would-be locality mix and YARN's on the shadowed
+    heartbeats (yarnrl_shadow_containers_total), and YARN's containers that went to an ask the engine also chose
+    for that node (agree) or not (differ)."""
+    out: dict = {"decisions": int(sum(metric_values(text, "yarnrl_shadow_decisions_total").values())),
+                 "engine": {}, "yarn": {}, "placements": {}}
+    for labels, v in metric_values(text, "yarnrl_shadow_containers_total").items():
+        who = re.search(r'placed_by="(\w+)"', labels).group(1)
+        loc = re.search(r'locality="(\w+)"', labels).group(1)
+        out[who][loc] = out[who].get(loc, 0) + int(v)
+    for labels, v in metric_values(text, "yarnrl_shadow_placements_total").items():
+        out["placements"][re.search(r'outcome="(\w+)"', labels).group(1)] = int(v)
+    return out
+
+
+def add_counts(a: dict, b: dict) -> dict:
+    """Two nested count dicts summed key by key."""
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = add_counts(out.get(k, {}), v) if isinstance(v, dict) else out.get(k, 0) + v
+    return out
+
+
+def mix_shares(counts: dict) -> dict:
+    """A locality mix as shares of its total (rounded), with the total."""
+    total = sum(counts.values())
+    return {"total": total, **{k: round(v / total, 3) for k, v in sorted(counts.items())}} if total else {"total": 0}
 
 
 def metric_values(text: str, name: str) -> dict[str, float]:
@@ -930,6 +974,10 @@ def main(argv=None) -> int:
                         "container cluster of docker/cluster.py (4 workers in 2 racks; attached to when running "
                         "under --docker-name, else started and removed again)")
     p.add_argument("--docker-name", default="yarnrl", help="the container cluster's name (default %(default)s)")
+    p.add_argument("--mode", choices=("active", "shadow"), default="active",
+                   help="active: the engine places (default); shadow (docker only): the ResourceManager runs with "
+                        "yarnrl.engine.mode=shadow, YARN places every container and each policy run reports the "
+                        "engine's would-be locality mix beside YARN's on the same heartbeats")
     p.add_argument("--policies", default=",".join(POLICIES), help="comma-separated (default %(default)s)")
     p.add_argument("--workloads", default="wordcount", help="wordcount,sort,terasort (default %(default)s)")
     p.add_argument("--sizes", default="tiny",
@@ -1009,6 +1057,8 @@ def main(argv=None) -> int:
             p.error("--worker-egress-mbit shapes the container cluster's network: it needs --cluster docker")
         if not (math.isfinite(args.worker_egress_mbit) and args.worker_egress_mbit > 0):
             p.error(f"--worker-egress-mbit must be a positive number, got {args.worker_egress_mbit}")
+    if args.mode == "shadow" and args.cluster != "docker":
+        p.error("--mode shadow runs on the container cluster: it needs --cluster docker")
     if args.runs < 1 or args.jobs < 1 or args.maps < 1 or not 0 <= args.cached_share <= 1:
         p.error("--runs, --jobs and --maps must be positive and --cached-share in [0, 1]")
     if args.clqlmrs_model in ("none", ""):
@@ -1037,7 +1087,8 @@ def main(argv=None) -> int:
         options["clqlmrs"] += ["--set", f"save_to={args.workdir / 'clqlmrs-online.safetensors'}",
                                "--set", f"seed={args.seed}"]
 
-    stamp = "-".join([*(["docker"] if args.cluster == "docker" else []), *workloads, *sizes,
+    stamp = "-".join([*(["docker"] if args.cluster == "docker" else []), *(["shadow"] if args.mode == "shadow" else []),
+                      *workloads, *sizes,
                       *([f"rep{args.replication}"] if args.replication != 2 else []),
                       *([f"egress{args.worker_egress_mbit:g}mbit"] if args.worker_egress_mbit else []),
                       f"r{args.runs}"])
@@ -1052,12 +1103,12 @@ def main(argv=None) -> int:
             return Engine(name, port, metrics_port, lab.webHdfsUrl(), args.workdir / f"engine-{name}.log",
                           options[name])
     else:
-        cluster = DockerCluster(args.docker_name, args.deadline_ms, args.worker_egress_mbit)
+        cluster = DockerCluster(args.docker_name, args.deadline_ms, args.worker_egress_mbit, args.mode)
         lab = cluster.lab
 
         def start_engine(name: str):
             return DockerEngine(cluster.cluster, name, options[name], args.workdir)
-    results: dict = {"cluster": args.cluster, "runs": args.runs, "jobs": args.jobs, "maps": args.maps,
+    results: dict = {"cluster": args.cluster, "mode": args.mode, "runs": args.runs, "jobs": args.jobs, "maps": args.maps,
                      "cached_share": args.cached_share, "node_racks": json.loads(lab.nodeRacks()),
                      "clqlmrs_model": args.clqlmrs_model, "seed": args.seed, "replication": args.replication,
                      "worker_egress_mbit": (cluster.cluster.spec.worker_egress_mbit if args.cluster == "docker"
@@ -1097,7 +1148,9 @@ def main(argv=None) -> int:
                         # the plugin's counters over this policy's run: how much of it the engine really placed
                         summary["plugin"] = {k: after[k] - before.get(k, 0) for k in after
                                              if isinstance(after[k], (int, float)) and k.startswith(
-                                                 ("engine_", "native_", "fallbacks"))}
+                                                 ("engine_", "native_", "fallbacks", "shadow_"))}
+                        if args.mode == "shadow":
+                            summary["shadow"] = shadow_mix(text)
                         if not sum(summary["read"].values()):  # no per-map probe (docker): the engine's labels
                             run_labels = {re.search(r'state="(\w+)"', k).group(1): int(v) for k, v in
                                           metric_values(text, "yarnrl_map_containers_read_total").items()}
@@ -1162,6 +1215,16 @@ def main(argv=None) -> int:
                                                         args.clqlmrs_model, args.seed),
                         "per_run": [{k: v for k, v in r.items() if k != "jobs"} for r in runs],
                     }
+                    if args.mode == "shadow":
+                        mix: dict = {}
+                        for r in runs:
+                            mix = add_counts(mix, r["shadow"])
+                        mix["engine_shares"] = mix_shares(mix.get("engine", {}))
+                        mix["yarn_shares"] = mix_shares(mix.get("yarn", {}))
+                        exp["policies"][name]["shadow"] = mix
+                        log(f"{key} {name} in shadow: engine would place {mix['engine_shares']}, YARN placed "
+                            f"{mix['yarn_shares']} on the same {mix['decisions']} heartbeats; YARN's container went "
+                            f"to an ask the engine also chose for the node: {mix['placements']}")
                 results["experiments"][key] = exp
                 print_table(key, exp)
                 log("\n" + markdown_table(key, exp))
@@ -1184,12 +1247,12 @@ def main(argv=None) -> int:
     log(f"\nplugin: {results['plugin']}")
     log(f"wrote {args.out / f'real_locality-{stamp}.json'} and {png} ({results['seconds'] / 60:.1f} min)")
     # the issue's JSON: per policy over every experiment run (the first experiment when there is one)
-    summary = {"cluster": args.cluster, "runs": args.runs, "policies": {}}
+    summary = {"cluster": args.cluster, "mode": args.mode, "runs": args.runs, "policies": {}}
     first = next(iter(results["experiments"].values()))
     for name in policies:
         pol = first["policies"][name]
         summary["policies"][name] = {k: pol[k] for k in ("local_task_rate", "cache_locality", "job_time_s",
-                                                         "makespan_s", "emulator")}
+                                                         "makespan_s", "emulator", "shadow") if k in pol}
     if len(results["experiments"]) > 1:
         summary["experiments"] = {k: {name: {m: v["policies"][name][m] for m in
                                              ("local_task_rate", "cache_locality", "job_time_s", "makespan_s")}
