@@ -134,7 +134,11 @@ public interface RlSchedulerMXBean {
   /** Shadow asks that brought no answer (timeout, error, engine gone, node left); YARN scheduled them anyway. */
   long getShadowFailures();
 
-  /** Heartbeats not shadowed because their node already had the most shadow asks in flight. */
+  /**
+   * Heartbeats with a shadowed ask pending that were not shadowed: their node already had the most shadow asks in
+   * flight (8), or (RlCapacityScheduler) had no room by the snapshot, or the engine could not be asked (breaker open,
+   * version refused). YARN scheduled them as always; 0 means the engine saw every such heartbeat.
+   */
   long getShadowAsksSkipped();
 
   /** Containers the engine would have placed on the shadowed heartbeats (the sum of its answers' counts). */

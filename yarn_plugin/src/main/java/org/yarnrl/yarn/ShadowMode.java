@@ -28,7 +28,7 @@ import org.yarnrl.v1.ScheduleResponse;
  * its decision id) is back: they wait here, with their heartbeat's ask, and are reported when its answer (or its
  * failure, then without a decision id) arrives. A node may have several shadow asks in flight (a slow engine, fast
  * heartbeats), at most {@link #MAX_IN_FLIGHT_PER_NODE}; a heartbeat beyond that is scheduled natively and not
- * shadowed (counted in ShadowAsksSkipped). Every call has the engine's deadline, so the asks in flight are bounded.
+ * shadowed (counted in ShadowAsksSkipped, as are heartbeats not shadowed for another reason: see {@link #unshadowed}). Every call has the engine's deadline, so the asks in flight are bounded.
  *
  * <p>The counters are the scheduler's JMX bean's (RlSchedulerMetrics, Shadow*): asks, answers, failures, skipped,
  * the containers the engine would have placed, YARN's containers reported, and of those how many went to an ask the
@@ -109,10 +109,12 @@ final class ShadowMode {
   }
 
   /**
-   * This node's heartbeat is not shadowed (no room by the snapshot, the engine may not be asked): containers YARN
-   * places on it are reported without a decision id, not compared with an earlier heartbeat's decision.
+   * This node's heartbeat is not shadowed though a shadow ask was pending (no room by the snapshot, the engine may
+   * not be asked): counted in ShadowAsksSkipped; containers YARN places on it are reported without a decision id,
+   * not compared with an earlier heartbeat's decision.
    */
   synchronized void unshadowed(NodeId node) {
+    skipped.increment();
     Deque<Ask> q = asks.get(node);
     if (q != null) {
       q.removeIf(a -> a.answered);
