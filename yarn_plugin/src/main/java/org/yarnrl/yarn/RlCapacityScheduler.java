@@ -194,8 +194,9 @@ public class RlCapacityScheduler extends CapacityScheduler {
   private void refreshEngineQueues(Configuration yarnConf) {
     String wide = getConfiguration().get(ShadowMode.MODE);
     // a bad value is refused here, before anything of this refresh is in force (at start: the RM stops)
-    ShadowMode.Mode nextMode = ShadowMode.Mode.parse(wide != null ? wide : yarnConf.get(ShadowMode.MODE),
-        ShadowMode.MODE);
+    // else yarn-site.xml's (as it is now on a refresh: the RM passes the configuration it read at start)
+    ShadowMode.Mode nextMode = wide != null ? ShadowMode.Mode.parse(wide, ShadowMode.MODE)
+        : ShadowMode.Mode.fromSite(yarnConf, getRMContext());
     boolean any = false;
     boolean anyShadowKey = nextMode == ShadowMode.Mode.SHADOW;
     for (Map.Entry<String, String> e : getConfiguration().getPropsWithPrefix(CS_PREFIX).entrySet()) {

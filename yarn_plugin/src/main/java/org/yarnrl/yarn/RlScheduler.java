@@ -129,7 +129,7 @@ public class RlScheduler extends FifoSchedulerBase {
   /** yarn.resourcemanager.scheduler refresh (rmadmin -refreshQueues): shadow and active switch without a restart. */
   @Override
   public void reinitialize(Configuration conf, RMContext rmContext) throws IOException {
-    ShadowMode.Mode next = ShadowMode.Mode.fromConf(conf); // refused before anything changes
+    ShadowMode.Mode next = ShadowMode.Mode.fromSite(conf, rmContext); // refused before anything changes
     super.reinitialize(conf, rmContext);
     if (next != mode) {
       LOG.info("yarn-rl RlScheduler: {} {} -> {}", ShadowMode.MODE, mode, next);

@@ -1,5 +1,7 @@
 package org.yarnrl.yarn;
 
+import java.io.IOException;
+import java.io.InputStream;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -13,7 +15,12 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.api.records.NodeId;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.exceptions.YarnException;
 import org.apache.hadoop.yarn.exceptions.YarnRuntimeException;
+import org.apache.hadoop.yarn.server.resourcemanager.RMContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.yarnrl.v1.Assignment;
 import org.yarnrl.v1.Event;
 import org.yarnrl.v1.ScheduleResponse;
@@ -36,6 +43,7 @@ import org.yarnrl.v1.ScheduleResponse;
  * comparison the engine makes (policy_engine/shadow.py, yarnrl_shadow_placements_total).
  */
 final class ShadowMode {
+  private static final Logger LOG = LoggerFactory.getLogger(ShadowMode.class);
 
   static final String MODE = "yarnrl.engine.mode";
   static final int MAX_IN_FLIGHT_PER_NODE = 8;
@@ -62,6 +70,29 @@ final class ShadowMode {
       return parse(conf.get(MODE, "active"), MODE);
     }
 
+    /**
+     * On a refresh ({@code yarn rmadmin -refreshQueues}): the ResourceManager hands the scheduler its configuration
+     * as read at start, so the mode is read from yarn-site.xml as it is now (through the RM's configuration
+     * provider, as the RM's own refresh commands read it), else from {@code conf}.
+     */
+    static Mode fromSite(Configuration conf, RMContext context) {
+      String value = null;
+      if (context != null && context.getConfigurationProvider() != null) {
+        try (InputStream in = context.getConfigurationProvider().getConfigurationInputStream(conf,
+            YarnConfiguration.YARN_SITE_CONFIGURATION_FILE)) {
+          if (in != null) {
+            Configuration site = new Configuration(false);
+            site.addResource(in);
+            value = site.get(MODE); // read while the stream is open (resources load lazily)
+          }
+        } catch (IOException | YarnException | RuntimeException e) {
+          LOG.warn("yarn-rl: could not read {} for {} ({}); using the configuration the RM passed",
+              YarnConfiguration.YARN_SITE_CONFIGURATION_FILE, MODE, e.toString());
+        }
+      }
+      return parse(value != null ? value : conf.get(MODE, "active"), MODE);
+    }
+
     String label() {
       return name().toLowerCase(Locale.ROOT);
     }
@@ -81,6 +112,7 @@ final class ShadowMode {
   final LongAdder skipped;
   final LongAdder reported;
   private final RlSchedulerMetrics metrics;
+  private boolean echoWarned;
   /** Per node, its shadowed heartbeats, oldest first; the last is the current one (answered ones before it go). */
   private final Map<NodeId, Deque<Ask>> asks = new HashMap<>();
 
@@ -157,6 +189,11 @@ final class ShadowMode {
         return;
       }
       ask.answered = true;
+      if (response != null && !response.getShadow() && !echoWarned) {
+        echoWarned = true;
+        LOG.warn("yarn-rl: the engine answered a shadow ask without ScheduleResponse.shadow: it does not know shadow "
+            + "mode (an older engine), so it records the decision as an active one; nothing is applied either way");
+      }
       if (response != null) {
         ask.decisionId = response.getDecisionId();
         Set<String> chosen = new HashSet<>();

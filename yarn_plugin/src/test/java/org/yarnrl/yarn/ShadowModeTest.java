@@ -102,6 +102,18 @@ class ShadowModeTest {
       Exception e = assertThrows(Exception.class, () -> s.reinitialize(bad, c.rm.getRMContext()));
       assertTrue(e.getMessage().contains("yarnrl.engine.mode must be 'active' or 'shadow', got 'canary'"),
           e.getMessage());
+      assertEquals("active", m.getEngineMode(), "a refused refresh keeps the mode in force");
+
+      // a real RM refreshes with the configuration it read at start: the mode comes from yarn-site.xml as edited
+      // since, read through the RM's configuration provider (here: a yarn-site.xml on the conf's class loader)
+      Path site = Files.createTempDirectory(Path.of("target"), "yarn-site");
+      Files.writeString(site.resolve("yarn-site.xml"), "<configuration><property><name>" + ShadowMode.MODE
+          + "</name><value>shadow</value></property></configuration>");
+      YarnConfiguration atStart = new YarnConfiguration(active); // says active
+      atStart.setClassLoader(new java.net.URLClassLoader(new java.net.URL[] {site.toUri().toURL()},
+          getClass().getClassLoader()));
+      s.reinitialize(atStart, c.rm.getRMContext());
+      assertEquals("shadow", m.getEngineMode(), m.toString());
     }
   }
 
