@@ -222,3 +222,35 @@ def test_an_input_on_one_worker_is_written_again_until_the_workers_hold_within_o
     assert rl.file_to_respread(layout, hosts) == files[4]  # the last file on the fullest worker
     even = {f: [{"hosts": [h]}] for f, h in zip(files, hosts * 2)}
     assert rl.file_to_respread(even, hosts) is None
+
+
+def test_shadow_mode_reads_the_engines_and_yarns_locality_mix_from_the_engines_metrics():
+    """--mode shadow: the comparison comes from the engine's own yarnrl_shadow_* metrics (a real EngineMetrics
+    registry fed by the ShadowRecorder, exposed as /metrics text), summed over runs and turned into shares."""
+    from prometheus_client import generate_latest
+
+    from policy_engine.engine import EngineMetrics
+    from policy_engine.shadow import ShadowRecorder
+    from policy_engine.types import Assignment, ContainerStarted, Locality, ScheduleDecision
+
+    metrics = EngineMetrics()
+    rec = ShadowRecorder(metrics)
+    rec.decided("d1", None, ScheduleDecision([Assignment("a1", 2, Locality.NODE_LOCAL),
+                                              Assignment("a2", 1, Locality.CACHE_LOCAL)]))
+    rec.decided("d2", None, ScheduleDecision([]))  # the engine would have waited on this heartbeat
+    rec.observe(ContainerStarted(decision_id="d1", ask_id="a1", locality=Locality.NODE_LOCAL))
+    rec.observe(ContainerStarted(decision_id="d2", ask_id="a3", locality=Locality.OFF_SWITCH))
+    rec.observe(ContainerStarted(decision_id="", ask_id="a4", locality=Locality.OFF_SWITCH))  # not shadowed
+    mix = rl.shadow_mix(generate_latest(metrics.registry).decode())
+    assert mix == {"decisions": 2, "engine": {"node_local": 2, "cache_local": 1},
+                   "yarn": {"node_local": 1, "off_switch": 1}, "placements": {"agree": 1, "differ": 1}}
+    both = rl.add_counts(mix, mix)
+    assert both["decisions"] == 4 and both["engine"] == {"node_local": 4, "cache_local": 2}
+    assert rl.mix_shares(both["engine"]) == {"total": 6, "cache_local": 0.333, "node_local": 0.667}
+    assert rl.mix_shares({}) == {"total": 0}
+
+
+def test_shadow_mode_needs_the_container_cluster(capsys):
+    with pytest.raises(SystemExit):
+        rl.main(["--mode", "shadow"])
+    assert "--mode shadow runs on the container cluster: it needs --cluster docker" in capsys.readouterr().err
