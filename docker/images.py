@@ -195,6 +195,23 @@ def hadoop_inputs() -> list[Path]:
                   REPO / "yarn_plugin" / "pom.xml", REPO / "yarn_plugin" / "src" / "main", REPO / "proto")
 
 
+def _context_with_plugin(ctx: Path, what: str, jar: Path, steps: list[str]) -> None:
+    """Fill a build context: the Hadoop jars its pom.xml resolves (ctx/target), and the plugin's `jar` (built by
+    `make plugin` first when missing or older than the plugin's sources) in ctx/target/plugin."""
+    mvn = os.environ.get("MVN", "mvn")
+    _say(f"resolving {what} with Maven (docker/{ctx.name}/pom.xml)")
+    _run([mvn, "-B", "-q", "-f", str(ctx / "pom.xml"), "package"], f"maven: {ctx.name} jars", log=steps)
+    plugin_sources = _files(REPO / "yarn_plugin" / "pom.xml", REPO / "yarn_plugin" / "src" / "main", REPO / "proto")
+    if not jar.exists() or jar.stat().st_mtime < max(p.stat().st_mtime for p in plugin_sources):
+        _say("building the plugin's jars (make plugin)")
+        _run([mvn, "-B", "-q", "-f", str(REPO / "yarn_plugin" / "pom.xml"), "package", "-DskipTests"],
+             "maven: plugin jars", log=steps)
+    plugin_dir = ctx / "target" / "plugin"
+    shutil.rmtree(plugin_dir, ignore_errors=True)
+    plugin_dir.mkdir(parents=True)
+    shutil.copy2(jar, plugin_dir / jar.name)
+
+
 def build_hadoop(client, base_hash: str, force: bool) -> Result:
     h = content_hash(hadoop_inputs(), base_hash)
     t = time.monotonic()
@@ -202,18 +219,7 @@ def build_hadoop(client, base_hash: str, force: bool) -> Result:
         return Result(HADOOP_IMAGE, h, True, time.monotonic() - t)
     steps: list[str] = []
     ctx = DOCKER_DIR / "hadoop"
-    mvn = os.environ.get("MVN", "mvn")
-    _say("resolving the Hadoop 3.5.0 jars with Maven (docker/hadoop/pom.xml)")
-    _run([mvn, "-B", "-q", "-f", str(ctx / "pom.xml"), "package"], "maven: hadoop jars", log=steps)
-    plugin_sources = _files(REPO / "yarn_plugin" / "pom.xml", REPO / "yarn_plugin" / "src" / "main", REPO / "proto")
-    if not PLUGIN_JAR.exists() or PLUGIN_JAR.stat().st_mtime < max(p.stat().st_mtime for p in plugin_sources):
-        _say("building the plugin's shaded jar (make plugin)")
-        _run([mvn, "-B", "-q", "-f", str(REPO / "yarn_plugin" / "pom.xml"), "package", "-DskipTests"],
-             "maven: plugin jar", log=steps)
-    plugin_dir = ctx / "target" / "plugin"
-    shutil.rmtree(plugin_dir, ignore_errors=True)
-    plugin_dir.mkdir(parents=True)
-    shutil.copy2(PLUGIN_JAR, plugin_dir / PLUGIN_JAR.name)
+    _context_with_plugin(ctx, "the Hadoop 3.5.0 jars", PLUGIN_JAR, steps)
     _say(f"docker build {HADOOP_IMAGE}")
     _docker_build(client, ctx, HADOOP_IMAGE, h, base_hash, steps)
     return Result(HADOOP_IMAGE, h, False, time.monotonic() - t, steps)
@@ -225,8 +231,7 @@ def extra_cas() -> list[Path]:
 
 def engine_inputs() -> list[Path]:
     d = DOCKER_DIR / "engine"
-    return _files(d / "Dockerfile", d / "requirements.txt", REPO / "pyproject.toml", REPO / "README.md",
-                  REPO / "policy_engine")
+    return _files(d / "Dockerfile", d / "requirements.txt", REPO / "pyproject.toml", REPO / "policy_engine")
 
 
 def build_engine(client, base_hash: str, force: bool) -> Result:
@@ -240,8 +245,9 @@ def build_engine(client, base_hash: str, force: bool) -> Result:
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()
     # policy_engine/_generated (committed) goes in with the package: the image needs no protoc
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, src / name)
+    shutil.copy2(REPO / "pyproject.toml", src / "pyproject.toml")
+    # pyproject's readme: a stand-in, so that editing the front page does not rebuild the image
+    (src / "README.md").write_text("yarn-rl's policy engine, installed in the yarnrl/engine image.\n")
     shutil.copytree(REPO / "policy_engine", src / "policy_engine", ignore=shutil.ignore_patterns("__pycache__"))
     certs = ctx / "certs"
     shutil.rmtree(certs, ignore_errors=True)
@@ -268,18 +274,7 @@ def build_router(client, hadoop_hash: str, force: bool) -> Result:
         return Result(ROUTER_IMAGE, h, True, time.monotonic() - t)
     steps: list[str] = []
     ctx = DOCKER_DIR / "router"
-    mvn = os.environ.get("MVN", "mvn")
-    _say("resolving the Router 3.4.2 jars with Maven (docker/router/pom.xml)")
-    _run([mvn, "-B", "-q", "-f", str(ctx / "pom.xml"), "package"], "maven: router jars", log=steps)
-    plugin_sources = _files(REPO / "yarn_plugin" / "pom.xml", REPO / "yarn_plugin" / "src" / "main", REPO / "proto")
-    if not ROUTER_JAR.exists() or ROUTER_JAR.stat().st_mtime < max(p.stat().st_mtime for p in plugin_sources):
-        _say("building the plugin's jars (make plugin)")
-        _run([mvn, "-B", "-q", "-f", str(REPO / "yarn_plugin" / "pom.xml"), "package", "-DskipTests"],
-             "maven: plugin jars", log=steps)
-    plugin_dir = ctx / "target" / "plugin"
-    shutil.rmtree(plugin_dir, ignore_errors=True)
-    plugin_dir.mkdir(parents=True)
-    shutil.copy2(ROUTER_JAR, plugin_dir / ROUTER_JAR.name)
+    _context_with_plugin(ctx, "the Router 3.4.2 jars", ROUTER_JAR, steps)
     _sleep_job_jar(ctx / "target" / "sleep")
     _say(f"docker build {ROUTER_IMAGE}")
     _docker_build(client, ctx, ROUTER_IMAGE, h, hadoop_hash, steps, base_image=HADOOP_IMAGE)

@@ -46,6 +46,7 @@ from policy_engine.codec import (
     _node,
     _string_field,
     _varint,
+    length_delimited_fields,
 )
 from policy_engine.proto import pb
 from policy_engine.policies.fifo import _FIFO_KEY, FifoOrdered
@@ -336,33 +337,8 @@ _NO_IDS: frozenset[str] = frozenset()
 def split_batch_asks(data: bytes) -> list[bytes] | None:
     """The serialized asks (field 3) of a serialized ScheduleBatchRequest, cut from its bytes; None when the
     message has anything this walk does not expect (the caller then serializes each ask again)."""
-    asks: list[bytes] = []
-    pos, end = 0, len(data)
-    try:
-        while pos < end:
-            tag = data[pos]
-            pos += 1
-            if tag & 7 != 2 or tag > 0x7F:
-                return None  # every top-level field is length-delimited with a one-byte tag
-            size, shift = 0, 0
-            while True:
-                b = data[pos]
-                pos += 1
-                size |= (b & 0x7F) << shift
-                if not b & 0x80:
-                    break
-                shift += 7
-                if shift > 35:
-                    return None
-            nxt = pos + size
-            if nxt > end:
-                return None
-            if tag >> 3 == 3:
-                asks.append(data[pos:nxt])
-            pos = nxt
-    except IndexError:
-        return None
-    return asks
+    fields = length_delimited_fields(data)
+    return None if fields is None else [data[pos:nxt] for field, pos, nxt in fields if field == 3]
 
 
 def parse_batch_request(data: bytes) -> pb.ScheduleBatchRequest:

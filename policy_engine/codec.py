@@ -390,11 +390,11 @@ def split_head(data: bytes):
 _NO_IDS: frozenset[str] = frozenset()
 
 
-def _split_schedule_request(data: bytes):
-    """(request_id, node, [asks], cluster) as raw bytes, or None when the message has anything else: the
-    ScheduleRequest fields 1-4 are all length-delimited (wire type 2) and single-byte tags."""
-    request_id = node = cluster = None
-    asks: list[bytes] = []
+def length_delimited_fields(data: bytes) -> list[tuple[int, int, int]] | None:
+    """(field number, start, end) of every top-level field of a serialized message whose fields are all
+    length-delimited (wire type 2) with one-byte tags; None when it has anything else or is cut short (the caller
+    then takes protobuf's full parser)."""
+    out: list[tuple[int, int, int]] = []
     pos, end = 0, len(data)
     try:
         while pos < end:
@@ -419,20 +419,32 @@ def _split_schedule_request(data: bytes):
             nxt = pos + size
             if nxt > end:
                 return None
-            field = tag >> 3
-            if field == 3:
-                asks.append(data[pos:nxt])
-            elif field == 2 and node is None:
-                node = data[pos:nxt]
-            elif field == 1 and request_id is None:
-                request_id = data[pos:nxt]
-            elif field == 4 and cluster is None:
-                cluster = data[pos:nxt]
-            else:
-                return None  # unknown or repeated (merged) field: the full parser handles it
+            out.append((tag >> 3, pos, nxt))
             pos = nxt
     except IndexError:
         return None
+    return out
+
+
+def _split_schedule_request(data: bytes):
+    """(request_id, node, [asks], cluster) as raw bytes, or None when the message has anything else: the
+    ScheduleRequest fields 1-4 are all length-delimited (wire type 2) and single-byte tags."""
+    fields = length_delimited_fields(data)
+    if fields is None:
+        return None
+    request_id = node = cluster = None
+    asks: list[bytes] = []
+    for field, pos, nxt in fields:
+        if field == 3:
+            asks.append(data[pos:nxt])
+        elif field == 2 and node is None:
+            node = data[pos:nxt]
+        elif field == 1 and request_id is None:
+            request_id = data[pos:nxt]
+        elif field == 4 and cluster is None:
+            cluster = data[pos:nxt]
+        else:
+            return None  # unknown or repeated (merged) field: the full parser handles it
     return request_id, node, asks, cluster or b""
 
 

@@ -1,8 +1,11 @@
-"""Shared fixtures: real `policy-engine serve` processes on loopback."""
+"""Shared fixtures: real `policy-engine serve` processes on loopback; the Docker engine the container tests use."""
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +41,26 @@ def engine_factory():
     for e in started:
         if e.proc.poll() is None:
             e.stop()
+
+
+# docker/*.py (cluster.py, federation.py, images.py) import each other as scripts; the container tests import them
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk's image would come from a registry
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docker"))
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    """The Docker engine (docker/images.py connect()); the container tests skip with the reason saying how to start
+    one when none answers, and fail instead under CI (CI=true), so CI cannot pass without having run them."""
+    import images  # docker/images.py
+
+    try:
+        return images.connect()
+    except images.DockerUnavailable as e:
+        if _in_ci():
+            pytest.fail(f"CI=true and {e}", pytrace=False)
+        pytest.skip(str(e))

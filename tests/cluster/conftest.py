@@ -7,33 +7,13 @@ Every container and the network are removed at the end, also when a test fails (
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk's image would come from a registry
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docker"))
-
-import cluster as docker_cluster  # noqa: E402  (docker/cluster.py)
-import images  # noqa: E402  (docker/images.py)
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-
-
-@pytest.fixture(scope="session")
-def docker_engine():
-    try:
-        return images.connect()
-    except images.DockerUnavailable as e:
-        if _in_ci():
-            pytest.fail(f"CI=true and {e}", pytrace=False)
-        pytest.skip(str(e))
+import cluster as docker_cluster  # (docker/cluster.py, on the path from tests/conftest.py)
+import images  # (docker/images.py)
 
 
 @pytest.fixture(scope="session")

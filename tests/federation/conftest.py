@@ -6,37 +6,17 @@ and every container and the network are removed at the end, also when a test or 
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk's image would come from a registry
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docker"))
-
-import federation as docker_federation  # noqa: E402  (docker/federation.py)
-import images  # noqa: E402  (docker/images.py)
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+import federation as docker_federation  # (docker/federation.py, on the path from tests/conftest.py)
+import images  # (docker/images.py)
 
 
 @pytest.fixture(scope="session")
-def federation_engine():
-    try:
-        return images.connect()
-    except images.DockerUnavailable as e:
-        if _in_ci():
-            pytest.fail(f"CI=true and {e}", pytrace=False)
-        pytest.skip(str(e))
-
-
-@pytest.fixture(scope="session")
-def federation(federation_engine):
+def federation(docker_engine):
     """SC1 with 2048 MB, SC2 with 4096 MB: the built-in rule (most available memory) picks SC2 on an idle
     federation, while the engine's sf-p (lowest occupation share, ties to the first cluster) picks SC1, so where a
     job lands says who routed it. The Router's engine deadline is 500 ms (this machine's two cores are shared)
@@ -54,5 +34,5 @@ def federation(federation_engine):
     finally:
         fed.down(quiet=True)
         left = [c.name for c in fed.containers()] + [
-            n.name for n in federation_engine.networks.list(names=[spec.network])]
+            n.name for n in docker_engine.networks.list(names=[spec.network])]
         assert not left, f"left behind after the federation tests: {left}"
