@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import grpc
@@ -42,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from policy_engine.cli import start_engine_subprocess  # noqa: E402
 from policy_engine.client import AsyncPolicyEngineClient, PolicyEngineClient  # noqa: E402
 from policy_engine.codec import encode_schedule  # noqa: E402
+from policy_engine.metrics_scrape import Metrics  # noqa: E402
 from policy_engine.types import (  # noqa: E402
     Ask,
     ClusterSummary,
@@ -280,12 +280,7 @@ class ServerProbe:
         self.urls = [f"http://127.0.0.1:{metrics_port + i}/metrics" for i in range(workers)]
 
     def decisions(self) -> float:
-        total = 0.0
-        for url in self.urls:
-            text = urllib.request.urlopen(url, timeout=10).read().decode()
-            total += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                         if line.startswith("yarnrl_decisions_total{") and 'rpc="schedule"' in line)
-        return total
+        return sum(Metrics.scrape(url).total("yarnrl_decisions_total", rpc="schedule") for url in self.urls)
 
     def _pids(self) -> list[int]:
         pids = [self.pid]

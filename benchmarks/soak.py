@@ -28,14 +28,12 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +44,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from corpus import load_corpus  # noqa: E402
 from fuzz import _proc_fds, _proc_rss_mb  # noqa: E402
+
+from policy_engine.metrics_scrape import Metrics  # noqa: E402
 
 MIX = (("schedule", 0.60), ("route", 0.25), ("report", 0.15))
 GEN_EVERY = 2000          # heartbeats per generation of application ids
@@ -89,12 +89,9 @@ class Server:
             self.log.flush()
 
     def metrics(self) -> dict[str, float]:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10).read().decode()
-        out: dict[str, float] = {}
-        for m in re.finditer(r"^(yarnrl_learner_dropped_total|yarnrl_learner_queue|yarnrl_request_errors_total|"
-                             r"yarnrl_decisions_total)(\{[^}]*\})? ([0-9.e+-]+)$", text, re.M):
-            out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(3))
-        return out
+        m = Metrics.scrape(f"http://127.0.0.1:{self.metrics_port}/metrics")
+        return {name: m.total(name) for name in ("yarnrl_learner_dropped_total", "yarnrl_learner_queue",
+                                                 "yarnrl_request_errors_total", "yarnrl_decisions_total")}
 
     def stop(self) -> int:
         if self.proc.poll() is None:

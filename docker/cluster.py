@@ -610,13 +610,9 @@ class Cluster:
 
     def engine_metric(self, name: str) -> float:
         """Sum of one Prometheus metric family's samples (all label values) from the engine's /metrics."""
-        with urllib.request.urlopen(self.metrics_url, timeout=5) as r:  # noqa: S310
-            text = r.read().decode()
-        total = 0.0
-        for line in text.splitlines():
-            if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {"):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
+        from policy_engine.metrics_scrape import Metrics
+
+        return Metrics.scrape(self.metrics_url, timeout=5).total(name)
 
     def block_locations(self, path: str) -> list[dict]:
         """WebHDFS GETFILEBLOCKLOCATIONS of one file, through the NameNode's published port."""

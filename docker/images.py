@@ -231,8 +231,7 @@ def extra_cas() -> list[Path]:
 
 def engine_inputs() -> list[Path]:
     d = DOCKER_DIR / "engine"
-    return _files(d / "Dockerfile", d / "requirements.txt", REPO / "pyproject.toml", REPO / "README.md",
-                  REPO / "policy_engine")
+    return _files(d / "Dockerfile", d / "requirements.txt", REPO / "pyproject.toml", REPO / "policy_engine")
 
 
 def build_engine(client, base_hash: str, force: bool) -> Result:
@@ -246,8 +245,9 @@ def build_engine(client, base_hash: str, force: bool) -> Result:
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()
     # policy_engine/_generated (committed) goes in with the package: the image needs no protoc
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, src / name)
+    shutil.copy2(REPO / "pyproject.toml", src / "pyproject.toml")
+    # pyproject's readme: a stand-in, so that editing the front page does not rebuild the image
+    (src / "README.md").write_text("yarn-rl's policy engine, installed in the yarnrl/engine image.\n")
     shutil.copytree(REPO / "policy_engine", src / "policy_engine", ignore=shutil.ignore_patterns("__pycache__"))
     certs = ctx / "certs"
     shutil.rmtree(certs, ignore_errors=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import signal
 import socket
 import subprocess
@@ -17,6 +18,7 @@ from heartbeats import map_ask, node, observe
 from policy_engine import PROTOCOL_VERSION
 from policy_engine.codec import encode_schedule
 from policy_engine.engine import Engine
+from policy_engine.metrics_scrape import Metrics
 from policy_engine.policy import create
 from policy_engine.proto import SERVICE_NAME, pb
 from policy_engine.types import Locality
@@ -169,6 +171,14 @@ def test_metrics_endpoint_and_graceful_sigterm(engine_factory):
     assert 'yarnrl_decisions_total{policy="delay",rpc="schedule"} 3.0' in body
     assert "yarnrl_decision_latency_seconds_bucket" in body
     assert 'yarnrl_assigned_containers_total{locality="off_switch"}' in body
+    # the benchmarks' scraper (prometheus_client's parser) reads the same numbers
+    m = Metrics.scrape(f"http://127.0.0.1:{port}/metrics")
+    assert m.total("yarnrl_decisions_total") == 3 and m.total("yarnrl_decisions_total", rpc="route") == 0
+    assert m.by_label("yarnrl_decisions_total", "policy") == {"delay": 3.0}
+    buckets = m.buckets("yarnrl_decision_latency_seconds", rpc="schedule")
+    assert buckets[-1] == (math.inf, 3.0) and all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:]))
+    assert 0 < m.quantile("yarnrl_decision_latency_seconds", 0.5, rpc="schedule") <= buckets[-2][0]
+    assert math.isnan(m.quantile("yarnrl_decision_latency_seconds", 0.5, rpc="route"))
     t0 = time.monotonic()
     assert e.stop(signal.SIGTERM) == 0
     assert time.monotonic() - t0 < 10

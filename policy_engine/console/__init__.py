@@ -18,7 +18,6 @@ reached is shown as such; the rest of the page keeps working.
 
 from __future__ import annotations
 
-import bisect
 import collections
 import hmac
 import json
@@ -35,6 +34,7 @@ from importlib import resources
 from urllib.parse import parse_qs, urlsplit
 
 from policy_engine import __version__
+from policy_engine.metrics_scrape import histogram_quantile
 
 log = logging.getLogger(__name__)
 
@@ -93,20 +93,8 @@ def _buckets(samples) -> list[tuple[float, float]]:
 def quantile_from_buckets(buckets: list[tuple[float, float]], q: float) -> float | None:
     """The q-quantile of a cumulative histogram, interpolated linearly inside its bucket (as PromQL's
     histogram_quantile does); None without observations."""
-    if not buckets or buckets[-1][1] <= 0:
-        return None
-    total = buckets[-1][1]
-    rank = q * total
-    counts = [c for _, c in buckets]
-    i = bisect.bisect_left(counts, rank)
-    i = min(i, len(buckets) - 1)
-    upper, c_hi = buckets[i]
-    lower, c_lo = (0.0, 0.0) if i == 0 else buckets[i - 1]
-    if math.isinf(upper):
-        return lower
-    if c_hi == c_lo:
-        return upper
-    return lower + (upper - lower) * (rank - c_lo) / (c_hi - c_lo)
+    v = histogram_quantile(buckets, q)
+    return None if math.isnan(v) else v
 
 
 class RmReader:

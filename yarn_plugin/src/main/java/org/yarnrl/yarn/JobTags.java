@@ -24,67 +24,93 @@ import org.yarnrl.v1.JobMetadata;
  * with a warning: metadata is a hint, never a reason to refuse a job. Every yarnrl tag is also passed through in
  * {@code JobMetadata.tags}.
  */
-final class JobTags {
+public final class JobTags {
   private static final Logger LOG = LoggerFactory.getLogger(JobTags.class);
 
-  static final String CATEGORY = "yarnrl.category";
-  static final String DEADLINE_MS = "yarnrl.deadline-ms";
-  static final String EXPECTED_RUNTIME_MS = "yarnrl.expected-runtime-ms";
-  static final String INPUT = "yarnrl.input";
+  public static final String CATEGORY = "yarnrl.category";
+  public static final String DEADLINE_MS = "yarnrl.deadline-ms";
+  public static final String EXPECTED_RUNTIME_MS = "yarnrl.expected-runtime-ms";
+  public static final String INPUT = "yarnrl.input";
+
+  /** One yarnrl tag: its lower-cased key and trimmed value (null for a tag without '='). */
+  public interface TagHandler {
+    /** Throws IllegalArgumentException (with the reason) for a malformed value. */
+    void handle(String key, String value);
+  }
+
+  /**
+   * Calls {@code handler} for every {@code yarnrl.*} tag, in order; returns "tag: reason" for each one it refused.
+   * YARN lower-cases tags by default, so keys are matched case-insensitively.
+   */
+  public static java.util.List<String> forEachYarnrlTag(Collection<String> tags, TagHandler handler) {
+    java.util.List<String> problems = new java.util.ArrayList<>();
+    if (tags == null) {
+      return problems;
+    }
+    for (String tag : tags) {
+      int eq = tag.indexOf('=');
+      String key = (eq < 0 ? tag : tag.substring(0, eq)).trim().toLowerCase(Locale.ROOT);
+      if (!key.startsWith("yarnrl.")) {
+        continue;
+      }
+      try {
+        handler.handle(key, eq < 0 ? null : tag.substring(eq + 1).trim());
+      } catch (IllegalArgumentException e) {
+        problems.add(tag + ": " + e.getMessage());
+      }
+    }
+    return problems;
+  }
 
   private JobTags() {}
 
   static JobMetadata parse(Collection<String> tags, long submitTimeMs) {
     JobMetadata.Builder job = JobMetadata.newBuilder();
-    if (tags == null) {
-      return job.build();
-    }
-    for (String tag : tags) {
-      int eq = tag.indexOf('=');
-      if (eq <= 0) {
-        continue;
-      }
-      String key = tag.substring(0, eq).trim().toLowerCase(Locale.ROOT);
-      String value = tag.substring(eq + 1).trim();
-      if (!key.startsWith("yarnrl.")) {
-        continue;
+    for (String problem : forEachYarnrlTag(tags, (key, value) -> {
+      if (value == null) {
+        return; // a bare key carries nothing
       }
       job.putTags(key, value);
-      try {
-        switch (key) {
-          case CATEGORY:
-            job.setCategory(category(value));
-            break;
-          case DEADLINE_MS:
-            job.setDeadlineMs(submitTimeMs + nonNegative(value));
-            break;
-          case EXPECTED_RUNTIME_MS:
-            job.setExpectedRuntimeMs(nonNegative(value));
-            break;
-          case INPUT:
-            if (!value.isEmpty()) {
-              job.addInputPaths(value);
-            }
-            break;
-          default:
-            break;
-        }
-      } catch (IllegalArgumentException e) {
-        LOG.warn("ignoring application tag {}: {}", tag, e.getMessage());
+      switch (key) {
+        case CATEGORY:
+          job.setCategory(category(value));
+          break;
+        case DEADLINE_MS:
+          job.setDeadlineMs(submitTimeMs + bounded(value, 0, Long.MAX_VALUE / 2));
+          break;
+        case EXPECTED_RUNTIME_MS:
+          job.setExpectedRuntimeMs(bounded(value, 0, Long.MAX_VALUE / 2));
+          break;
+        case INPUT:
+          if (!value.isEmpty()) {
+            job.addInputPaths(value);
+          }
+          break;
+        default:
+          break;
       }
+    })) {
+      LOG.warn("ignoring application tag {}", problem);
     }
     return job.build();
   }
 
-  private static long nonNegative(String value) {
-    long v = Long.parseLong(value);
-    if (v < 0) {
-      throw new IllegalArgumentException("negative value");
+  /** An integer tag value in [min, max]; IllegalArgumentException saying why otherwise. */
+  public static long bounded(String value, long min, long max) {
+    long v;
+    try {
+      v = Long.parseLong(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("not an integer");
+    }
+    if (v < min || v > max) {
+      throw new IllegalArgumentException("out of range [" + min + ", " + max + "]");
     }
     return v;
   }
 
-  private static JobCategory category(String value) {
+  /** {@code regular|time-critical|streaming} (any case, '_' for '-'). */
+  public static JobCategory category(String value) {
     switch (value.toLowerCase(Locale.ROOT).replace('_', '-')) {
       case "regular":
         return JobCategory.JOB_CATEGORY_REGULAR;
