@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,8 @@ LABEL = {"deeprm-pg": "DeepRM-PG", "sjf": "SJF", "packer": "Packer", "fifo": "FI
 MODEL = ROOT / "models" / "deeprm-pg.safetensors"
 OUT = ROOT / "benchmarks" / "results" / "deeprm_real"
 RES_SLOT = 20
+WAIT_CAP_MS = 300_000            # the plugin's wait cap for DeepRM's deliberate holds: 5 min (150 steps)
+WAIT_CAP_HEARTBEATS = 10_000_000   # the largest heartbeat cap: only the time cap bounds a hold
 ENGINE_SITE = "/opt/venv/lib/python3.11/site-packages/policy_engine"   # where the engine image installs it
 
 
@@ -158,7 +161,13 @@ class RealCluster:
 
         self.args, self.log = args, log
         rm = {"yarn.scheduler.maximum-allocation-vcores": str(RES_SLOT),
-              "yarn.scheduler.maximum-allocation-mb": str(RES_SLOT * args.unit_mb)}
+              "yarn.scheduler.maximum-allocation-mb": str(RES_SLOT * args.unit_mb),
+              # DeepRM holds fitting jobs back by design (it chooses the order). The plugin's default wait cap
+              # (node-locality-delay + nodes = 41 heartbeats, 20 s at 500 ms) is CapacityScheduler's locality rule
+              # and would turn those holds into native FIFO starts; deployed for DeepRM, the wait is bounded by
+              # time instead (yarn_plugin/README, "DeepRM"): WAIT_CAP_MS, far above any hold in this stream.
+              "yarnrl.engine.wait.max-heartbeats": str(WAIT_CAP_HEARTBEATS),
+              "yarnrl.engine.wait.max-ms": str(WAIT_CAP_MS)}
         if args.scheduler == "capacity":
             # RlCapacityScheduler with DominantResourceCalculator: RlScheduler is FifoScheduler's bookkeeping, whose
             # DefaultResourceCalculator normalizes every request to 1 vcore, so vcores would not be a resource there
@@ -178,6 +187,13 @@ class RealCluster:
     def up(self, workdir: Path) -> None:
         self.log(f"starting cluster {self.args.name} ({self.args.workers} worker(s))")
         self.cluster.up(timeout=600, build=False, progress=self.log)
+        # which ResourceCalculator the RM really uses (CapacityScheduler logs it at start): the two-resource run
+        # is only one if it is DominantResourceCalculator
+        found = re.search(r"calculator=(?:class )?([\w.$]+)", self.cluster.logs("rm", lines=20000))
+        self.calculator = found.group(1) if found else None
+        self.log(f"RM resource calculator: {self.calculator}")
+        if self.args.scheduler == "capacity" and self.calculator and "Dominant" not in self.calculator:
+            raise RuntimeError(f"--scheduler capacity but the RM uses {self.calculator}")
         cls = compile_submitter(workdir)
         c = self.cluster.spec.container("client")
         subprocess.run(["docker", "exec", c, "mkdir", "-p", "/tmp/sj"], check=True)
@@ -391,6 +407,8 @@ def main(argv=None) -> int:
         per: dict = {p: [] for p in policies}
         try:
             real.up(workdir)
+            result["resource_calculator"] = real.calculator
+            result["wait_cap"] = {"max_ms": WAIT_CAP_MS, "max_heartbeats": WAIT_CAP_HEARTBEATS}
             for r, seed in enumerate(seeds):
                 if args.stop_at and time.strftime("%H:%M", time.gmtime()) >= args.stop_at:
                     log(f"--stop-at {args.stop_at}: no more runs ({r} done)")

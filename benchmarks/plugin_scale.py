@@ -7,8 +7,10 @@ random lifetime) and unmanaged ApplicationMasters (MockAM, one per 250 nodes) th
 map asks (3 preferred hosts each, asked per host, rack and ANY) large enough to keep the cluster busy. Per scheduler:
 
 * native: YARN's own scheduler class (FifoScheduler, CapacityScheduler);
-* engine: the yarn-rl scheduler (RlScheduler; RlCapacityScheduler once it is built) asking a real
-  `policy-engine serve` subprocess, one case per `--policies` entry.
+* engine: the yarn-rl scheduler (RlScheduler, RlCapacityScheduler) asking a real `policy-engine serve` subprocess
+  with one Schedule call per heartbeat, one case per `--policies` entry;
+* batched: the same with the batched engine path on (`yarnrl.engine.batch.enabled=true`: held heartbeats decided
+  in one ScheduleBatch call per cycle, yarn_plugin/README.md "Batched engine path").
 
 Reported per case, over `--seconds` after `--warmup-seconds`: heartbeats (NODE_UPDATE events) the scheduler handled
 per second, containers allocated per second, the scheduler event queue length (p99, sampled every 50 ms), NODE_UPDATE
@@ -23,8 +25,8 @@ JSON object as the last stdout line: {"results": [{"scheduler", "mode", "policy"
 "containers_per_s", "queue_p99", "fallbacks", "engine_decided_share", "fallbacks_by_reason", ...}]}.
 
 Schedulers: fifo, capacity (CapacityScheduler with asynchronous scheduling off) and capacity-async (on, as Hadoop
-3.5.0 ships it; native only until RlCapacityScheduler works with it: the Java side of the batched path, see
-yarn_plugin/README.md "Batched engine path").
+3.5.0 ships it; RlCapacityScheduler then installs each answer as its node's plan, applied by CapacityScheduler's own
+threads).
 
 Needs Java 17 and Maven (the plugin and its test classes are built on first use) and `make install`. Run it under
 `nice -n 10` on a shared machine:
@@ -61,11 +63,9 @@ SCHEDULERS = {
                        "org.yarnrl.yarn.RlCapacityScheduler"),
 }
 # Engine cases that cannot run yet, and why (reported in the JSON's "unavailable", never silently left out).
-ENGINE_UNAVAILABLE = {
-    "capacity-async": "RlCapacityScheduler turns CapacityScheduler's asynchronous scheduling off; the batched "
-                      "engine path's Java side (yarn_plugin/README.md, \"Batched engine path\") is to make it work "
-                      "with it on",
-}
+ENGINE_UNAVAILABLE: dict[str, str] = {}
+# Modes in which the yarn-rl scheduler asks the engine: per heartbeat, or batched.
+ENGINE_MODES = ("engine", "batched")
 JSON_KEYS = ("scheduler", "mode", "policy", "nodes", "heartbeats_per_s", "containers_per_s", "queue_p99", "fallbacks")
 
 
@@ -99,7 +99,8 @@ def parse_args(argv):
     p.add_argument("--policies", type=csv("policies"), default=["fifo", "delay"],
                    help="engine policies, one engine case each (default fifo,delay)")
     p.add_argument("--modes", type=csv("modes"), default=["native", "engine"],
-                   help="native, engine or both (default both)")
+                   help="native, engine (one call per heartbeat), batched (ScheduleBatch per cycle); default "
+                        "native,engine")
     p.add_argument("--seconds", type=int, default=30, help="measured seconds per case (default 30)")
     p.add_argument("--warmup-seconds", type=int, default=15,
                    help="seconds before measuring, for the cluster to fill up (default 15)")
@@ -109,7 +110,8 @@ def parse_args(argv):
                    help="preferred hosts per pending task, asked per host and rack (0: ANY only; default 3)")
     p.add_argument("--apps", type=int, default=0, help="ApplicationMasters (default: one per 250 nodes, at least 2)")
     p.add_argument("--deadline-ms", type=int, default=20,
-                   help="the plugin's per-call engine deadline, yarnrl.engine.deadline-ms (default 20)")
+                   help="the plugin's per-call engine deadline, yarnrl.engine.deadline-ms (default 20; batched "
+                        "mode: yarnrl.engine.batch.deadline-ms, at least 250)")
     p.add_argument("--heap", default="3g", help="JVM heap per case (default 3g)")
     p.add_argument("--out", type=Path, default=RESULTS, help=f"results directory (default {RESULTS.relative_to(ROOT)})")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="skip the PNG")
@@ -119,13 +121,13 @@ def parse_args(argv):
         if s not in SCHEDULERS:
             p.error(f"--scheduler: unknown scheduler {s!r}; valid: {', '.join(SCHEDULERS)}")
     for m in args.modes:
-        if m not in ("native", "engine"):
-            p.error(f"--modes: unknown mode {m!r}; valid: native, engine")
+        if m not in ("native", *ENGINE_MODES):
+            p.error(f"--modes: unknown mode {m!r}; valid: native, {', '.join(ENGINE_MODES)}")
     if any(n <= 0 for n in args.nodes):
         p.error("--nodes must be positive")
     if args.seconds <= 0 or args.warmup_seconds < 0 or args.lifetime_s <= 0 or args.deadline_ms <= 0:
         p.error("--seconds, --lifetime-s and --deadline-ms must be positive, --warmup-seconds not negative")
-    if "engine" in args.modes:
+    if any(m in ENGINE_MODES for m in args.modes):
         from policy_engine.policy import available
         names = [s.name for s in available()]
         for pol in args.policies:
@@ -145,17 +147,19 @@ def write_hosts(path: Path, nodes: int) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def engine_conf(scheduler: str, target: str, deadline_ms: int) -> list[str]:
+def engine_conf(scheduler: str, target: str, deadline_ms: int, batched: bool = False) -> list[str]:
     """yarn-site (and capacity-scheduler) settings that point the yarn-rl scheduler at the engine; with
-    RlCapacityScheduler the benchmark's one queue, root.default, opts in."""
+    RlCapacityScheduler the benchmark's one queue, root.default, opts in; batched: the batched engine path on."""
     conf = [f"yarnrl.engine.address={target}", f"yarnrl.engine.deadline-ms={deadline_ms}"]
-    if scheduler == "capacity":
+    if scheduler in ("capacity", "capacity-async"):
         conf.append("yarn.scheduler.capacity.root.default.yarnrl.engine.enabled=true")
+    if batched:  # a batch is many decisions: its deadline is at least the plugin's default (250 ms)
+        conf += ["yarnrl.engine.batch.enabled=true", f"yarnrl.engine.batch.deadline-ms={max(deadline_ms, 250)}"]
     return conf
 
 
 def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes: int) -> dict:
-    label = f"{scheduler}/{mode}" + (f"/{policy}" if mode == "engine" else "") + f"/{nodes}"
+    label = f"{scheduler}/{mode}" + (f"/{policy}" if mode in ENGINE_MODES else "") + f"/{nodes}"
     cls = SCHEDULERS[scheduler][0 if mode == "native" else 1]
     case_dir = workdir / label.replace("/", "-")  # jvm.log, engine.log, result.json
     case_dir.mkdir(parents=True, exist_ok=True)
@@ -174,7 +178,7 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
     if scheduler == "capacity-async":
         conf = ["yarn.scheduler.capacity.schedule-asynchronously.enable=true"]
     metrics_port = None
-    if mode == "engine":
+    if mode in ENGINE_MODES:
         from policy_engine.cli import start_engine_subprocess
 
         engine_log = open(case_dir / "engine.log", "w")
@@ -189,7 +193,7 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
                 engine_log.flush()
 
         threading.Thread(target=pump, daemon=True).start()
-        conf += engine_conf(scheduler, target, args.deadline_ms)
+        conf += engine_conf(scheduler, target, args.deadline_ms, batched=mode == "batched")
     out = case_dir / "result.json"
     out.unlink(missing_ok=True)
     classpath = os.pathsep.join([str(rl.TEST_CLASSES), str(rl.SHADED_JAR), rl.CLASSPATH_FILE.read_text().strip()])
@@ -239,7 +243,7 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
                 except subprocess.TimeoutExpired:
                     eproc.kill()
             elog.close()
-    row = {"scheduler": scheduler, "mode": mode, "policy": policy if mode == "engine" else "native",
+    row = {"scheduler": scheduler, "mode": mode, "policy": policy if mode in ENGINE_MODES else "native",
            "nodes": nodes}
     row.update({k: result[k] for k in ("heartbeats_per_s", "containers_per_s", "queue_p99", "fallbacks")})
     row.update({k: v for k, v in result.items() if k not in row})
@@ -305,13 +309,14 @@ def engine_side(pid: int, cpu0: float, metrics_port: int | None) -> dict:
     return out
 
 
-FALLBACK_REASONS = ("Timeout", "Unavailable", "Error", "InvalidAnswer", "BreakerOpen", "VersionMismatch")
+FALLBACK_REASONS = ("Timeout", "Unavailable", "Error", "InvalidAnswer", "BreakerOpen", "VersionMismatch",
+                    "WaitHeartbeats", "WaitTime", "StalePlan", "RefusedNode")
 
 
 def add_engine_figures(row: dict) -> None:
     """What issue 24 asks each engine case for: engine-decided share, fallbacks by reason, engine CPU per decision
     and decision latency."""
-    if row["mode"] != "engine":
+    if row["mode"] not in ENGINE_MODES:
         return
     window = row.get("engine") or {}
     eng, nat = window.get("EngineContainers", 0), window.get("NativeContainers", 0)
@@ -331,19 +336,19 @@ def add_ratios(rows: list[dict]) -> None:
     native = {(r["scheduler"], r["nodes"]): r for r in rows if r["mode"] == "native"}
     for r in rows:
         n = native.get((r["scheduler"], r["nodes"]))
-        if r["mode"] == "engine" and n and n["containers_per_s"] > 0:
+        if r["mode"] in ENGINE_MODES and n and n["containers_per_s"] > 0:
             r["containers_ratio"] = r["containers_per_s"] / n["containers_per_s"]
             r["heartbeats_ratio"] = r["heartbeats_per_s"] / max(n["heartbeats_per_s"], 1e-9)
 
 
 def table(rows: list[dict]) -> str:
-    head = (f"{'scheduler':<9} {'mode':<6} {'policy':<6} {'nodes':>5} {'hb sent/s':>9} {'hb/s':>7} {'cont/s':>7} "
+    head = (f"{'scheduler':<14} {'mode':<7} {'policy':<6} {'nodes':>5} {'hb sent/s':>9} {'hb/s':>7} {'cont/s':>7} "
             f"{'ratio':>5} {'util':>5} {'queue p99':>9} {'nu p50 us':>9} {'nu p99 us':>9} {'nu cpu us':>9} "
             f"{'fallbacks':>9} {'share':>5} {'eng us':>6}")
     lines = [head, "-" * len(head)]
     for r in rows:
         ratio = f"{r['containers_ratio']:.2f}" if "containers_ratio" in r else "-"
-        lines.append(f"{r['scheduler']:<9} {r['mode']:<6} {r['policy']:<6} {r['nodes']:>5} "
+        lines.append(f"{r['scheduler']:<14} {r['mode']:<7} {r['policy']:<6} {r['nodes']:>5} "
                      f"{r['heartbeats_sent_per_s']:>9.0f} {r['heartbeats_per_s']:>7.0f} {r['containers_per_s']:>7.0f} "
                      f"{ratio:>5} {r['utilization']:>5.2f} {r['queue_p99']:>9.0f} {r['node_update_p50_us']:>9.0f} "
                      f"{r['node_update_p99_us']:>9.0f} {r['node_update_cpu_mean_us']:>9.0f} {r['fallbacks']:>9} "
@@ -354,7 +359,7 @@ def table(rows: list[dict]) -> str:
 
 
 def case_label(row: dict) -> str:
-    return f"{row['scheduler']} " + (f"engine ({row['policy']})" if row["mode"] == "engine" else "native")
+    return f"{row['scheduler']} " + (f"{row['mode']} ({row['policy']})" if row["mode"] in ENGINE_MODES else "native")
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -397,7 +402,7 @@ def plot_scaling(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for lab in dict.fromkeys(case_label(r) for r in rows if r["mode"] == "engine"):
+    for lab in dict.fromkeys(case_label(r) for r in rows if r["mode"] in ENGINE_MODES):
         case = sorted((r for r in rows if case_label(r) == lab), key=lambda r: r["nodes"])
         xs = [r["nodes"] for r in case]
         axes[0].plot(xs, [r.get("engine_decided_share", 0) for r in case], "o-", label=lab)
@@ -426,17 +431,17 @@ def main(argv=None) -> int:
         for scheduler in args.scheduler:
             if "native" in args.modes:
                 cases.append((scheduler, "native", "native", nodes))
-            if "engine" in args.modes:
+            for mode in (m for m in ENGINE_MODES if m in args.modes):
                 engine_class = SCHEDULERS[scheduler][1]
                 if scheduler in ENGINE_UNAVAILABLE:
-                    unavailable.append({"scheduler": scheduler, "mode": "engine", "nodes": nodes,
+                    unavailable.append({"scheduler": scheduler, "mode": mode, "nodes": nodes,
                                         "reason": ENGINE_UNAVAILABLE[scheduler]})
                     continue
                 if not class_built(engine_class):
-                    unavailable.append({"scheduler": scheduler, "mode": "engine", "nodes": nodes,
+                    unavailable.append({"scheduler": scheduler, "mode": mode, "nodes": nodes,
                                         "reason": f"{engine_class} is not built in this checkout"})
                     continue
-                cases += [(scheduler, "engine", policy, nodes) for policy in args.policies]
+                cases += [(scheduler, mode, policy, nodes) for policy in args.policies]
     for u in unavailable:
         log(f"skipped: {u['scheduler']} engine at {u['nodes']} nodes: {u['reason']}")
     log(f"{len(cases)} cases, about {args.warmup_seconds + args.seconds} s of load each plus set-up")
@@ -456,7 +461,7 @@ def main(argv=None) -> int:
         try:
             plot(rows, args.out / "plugin_scale.png")
             log(f"plot: {args.out / 'plugin_scale.png'}")
-            if any(r["mode"] == "engine" for r in rows):
+            if any(r["mode"] in ENGINE_MODES for r in rows):
                 plot_scaling(rows, args.out / "plugin_scale_share.png")
                 log(f"plot: {args.out / 'plugin_scale_share.png'}")
         except ImportError:

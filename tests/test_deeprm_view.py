@@ -73,14 +73,38 @@ def test_the_learned_policy_decides_differently_from_sjf_on_plugin_heartbeats():
 
 
 def test_scripted_jobs_start_in_the_policys_order():
-    # what yarn_plugin DeepRmIT runs on a real YARN: a blocker, then short and long jobs waiting behind it
-    jobs = [[0, 4, 20, 1], [1, 14, 6, 1], [1, 2, 5, 1], [1, 1, 5, 1], [2, 12, 8, 1], [2, 3, 2, 1], [2, 2, 9, 1]]
+    # what yarn_plugin DeepRmIT runs on a real YARN: a blocker, then six jobs waiting behind it
+    jobs = [[0, 4, 20, 1], [1, 2, 8, 1], [2, 3, 10, 1], [2, 1, 2, 1], [2, 2, 7, 1], [2, 2, 5, 1], [2, 10, 6, 1]]
     pg = waves(start_steps(jobs, "deeprm-pg", str(MODEL)))
-    assert pg == [[0], [2, 5, 6], [1, 3], [4]]           # short jobs first when the blocker ends ...
-    assert waves(start_steps(jobs, "fifo"))[1] == [1, 2, 3, 5]   # ... where FIFO takes them in submission order
-    assert start_steps(jobs, "deeprm-pg", str(MODEL))[4] == 18    # and the long job 4 is held back to the end
-    assert start_steps(jobs, "deeprm-pg", str(MODEL), heartbeats="deeprm") == start_steps(jobs, "deeprm-pg",
-                                                                                          str(MODEL))
+    assert pg == [[0], [3, 4, 5, 6], [1], [2]]          # the node filled exactly, the first-submitted job 1 later ...
+    assert waves(start_steps(jobs, "fifo"))[1] == [1, 2, 3]     # ... where FIFO takes them in submission order
+    assert waves(start_steps(jobs, "packer"))[1] == [1, 2, 3]
+    assert waves(start_steps(jobs, "sjf"))[1] == [1, 3, 4]
+
+
+def test_scripted_order_does_not_hang_on_the_real_clusters_timing():
+    """On a real YARN the blocker ends 1-2 s after its tagged length and submissions may round to a neighbouring
+    step: the engine then decides at another step, with other steps since the last arrival, than the emulator. The
+    IT's script gives DeepRM-PG the same waves however late the blocker ends and wherever the late arrivals round
+    to, and holds no job back while it fits (which the plugin's wait cap would end natively)."""
+    jobs = [[0, 4, 20, 1], [1, 2, 8, 1], [2, 3, 10, 1], [2, 1, 2, 1], [2, 2, 7, 1], [2, 2, 5, 1], [2, 10, 6, 1]]
+    expected = [[0], [3, 4, 5, 6], [1], [2]]
+    for blocker in range(3, 9):
+        script = [[0, blocker, 20, 1]] + jobs[1:]
+        assert waves(start_steps(script, "deeprm-pg", str(MODEL))) == expected, f"blocker of {blocker} steps"
+    for shift in (-1, 1):
+        script = [[a + shift if a == 2 else a, n, m, v] for a, n, m, v in jobs]
+        assert waves(start_steps(script, "deeprm-pg", str(MODEL))) == expected, f"arrivals shifted {shift}"
+    # no deliberate hold: at no step did a waiting job fit the free units
+    start = start_steps(jobs, "deeprm-pg", str(MODEL))
+    for t in range(max(start) + 1):
+        used = sum(m for j, (a, n, m, v) in enumerate(jobs) if start[j] <= t < start[j] + n)
+        waiting = [m for j, (a, n, m, v) in enumerate(jobs) if a <= t < start[j]]
+        assert all(m > 20 - used for m in waiting), f"step {t}: a job that fits is held back"
+    # the script the IT used before: its first choice flips with the blocker's real end
+    old = [[0, 4, 20, 1], [1, 14, 6, 1], [1, 2, 5, 1], [1, 1, 5, 1], [2, 12, 8, 1], [2, 3, 2, 1], [2, 2, 9, 1]]
+    flips = {str(waves(start_steps([[0, b, 20, 1]] + old[1:], "deeprm-pg", str(MODEL)))[1]) for b in (4, 5)}
+    assert len(flips) == 2
 
 
 def test_emulator_in_process_equals_grpc_on_plugin_heartbeats():

@@ -24,6 +24,8 @@ import org.yarnrl.v1.PolicyEngineGrpc;
 import org.yarnrl.v1.ReportRequest;
 import org.yarnrl.v1.RouteRequest;
 import org.yarnrl.v1.RouteResponse;
+import org.yarnrl.v1.ScheduleBatchRequest;
+import org.yarnrl.v1.ScheduleBatchResponse;
 import org.yarnrl.v1.ScheduleRequest;
 import org.yarnrl.v1.ScheduleResponse;
 
@@ -43,8 +45,13 @@ class EngineClient implements AutoCloseable {
 
   enum Breaker { CLOSED, OPEN, HALF_OPEN }
 
-  /** Why a Schedule call gave no usable answer. */
-  enum Failure { TIMEOUT, UNAVAILABLE, ERROR }
+  /**
+   * Why a Schedule call gave no usable answer. The last three are the batched path's per-node reasons
+   * ({@link BatchPlanner}): a plan older than its bound when its node update ran, a node the engine refused in its
+   * batch, a batch answer that breaks the batch's rules (whole-batch checks; a single answer's are
+   * {@link Snapshots#check}).
+   */
+  enum Failure { TIMEOUT, UNAVAILABLE, ERROR, STALE_PLAN, REFUSED_NODE, INVALID_BATCH }
 
   static final class CallFailed extends Exception {
     final Failure failure;
@@ -167,6 +174,34 @@ class EngineClient implements AutoCloseable {
           public void onError(Throwable t) {
             Status status = Status.fromThrowable(t);
             done.accept(null, failed(status, t));
+          }
+
+          @Override
+          public void onCompleted() {
+            done.accept(response, response == null
+                ? new CallFailed(Failure.ERROR, "no answer in a completed call", null) : null);
+          }
+        });
+  }
+
+  /**
+   * ScheduleBatch without waiting (many nodes per call, {@link BatchPlanner}): the answer or its failure goes to
+   * {@code done} on a gRPC thread, with its own deadline (a batch is many decisions).
+   */
+  void scheduleBatchAsync(ScheduleBatchRequest request, long deadline,
+      BiConsumer<ScheduleBatchResponse, CallFailed> done) {
+    asyncStub.withDeadlineAfter(deadline, TimeUnit.MILLISECONDS).scheduleBatch(request,
+        new StreamObserver<ScheduleBatchResponse>() {
+          private ScheduleBatchResponse response;
+
+          @Override
+          public void onNext(ScheduleBatchResponse value) {
+            response = value;
+          }
+
+          @Override
+          public void onError(Throwable t) {
+            done.accept(null, failed(Status.fromThrowable(t), t));
           }
 
           @Override

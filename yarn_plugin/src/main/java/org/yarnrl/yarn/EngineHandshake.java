@@ -30,6 +30,8 @@ final class EngineHandshake implements AutoCloseable {
   private final Object wake = new Object();
   private final Thread thread;
   private volatile State state = State.UNKNOWN;
+  /** The accepted engine's GetInfo answer (capabilities, batch limits), or null until one is accepted. */
+  private volatile GetInfoResponse info;
   private volatile boolean closed;
   private boolean unreachableLogged;
 
@@ -47,6 +49,11 @@ final class EngineHandshake implements AutoCloseable {
 
   State state() {
     return state;
+  }
+
+  /** What the engine said of itself when it was last accepted, or null (none accepted since the last reconnect). */
+  GetInfoResponse info() {
+    return state == State.OK ? info : null;
   }
 
   /** Speak to the engine again before using it (the connection dropped, or a call found it unavailable). */
@@ -107,6 +114,7 @@ final class EngineHandshake implements AutoCloseable {
         LOG.info("yarn-rl engine {} speaks {} (policy {}, engine {}): using it", client.address(), version,
             info.getPolicy(), info.getEngineVersion());
       }
+      this.info = info;
       setState(State.OK);
     } else {
       if (refusalsLogged.add(version)) {

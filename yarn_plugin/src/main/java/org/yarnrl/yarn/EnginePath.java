@@ -1,5 +1,6 @@
 package org.yarnrl.yarn;
 
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.management.ObjectName;
@@ -40,13 +41,27 @@ final class EnginePath implements AutoCloseable {
     final EngineClient.CallFailed failure;
     /** The engine that was asked (of a failover list): its breaker gets the outcome. */
     final EngineClient client;
+    /** Batched path ({@link BatchPlanner}): when the plan's snapshot was taken (System.nanoTime), else 0. */
+    final long plannedNanos;
+    /** Batched path: per ask, the containers this answer promised (released when it is taken or dropped). */
+    final Map<String, Integer> promised;
+    /** Whether a failure of this answer counts for the breaker (a failed batch counts once, not once per node). */
+    final boolean countsForBreaker;
 
     Answer(Snapshots.Snapshot snapshot, ScheduleResponse response, EngineClient.CallFailed failure,
         EngineClient client) {
+      this(snapshot, response, failure, client, 0, null, true);
+    }
+
+    Answer(Snapshots.Snapshot snapshot, ScheduleResponse response, EngineClient.CallFailed failure,
+        EngineClient client, long plannedNanos, Map<String, Integer> promised, boolean countsForBreaker) {
       this.snapshot = snapshot;
       this.response = response;
       this.failure = failure;
       this.client = client;
+      this.plannedNanos = plannedNanos;
+      this.promised = promised;
+      this.countsForBreaker = countsForBreaker;
     }
   }
 
@@ -57,6 +72,12 @@ final class EnginePath implements AutoCloseable {
   final RlSchedulerMetrics metrics;
   /** The engine whose answer the scheduler took last (scheduler thread only): failed/invalid/applied go to it. */
   private EngineClient taken;
+  /** Whether a failure of the answer taken last counts for the breaker (scheduler thread only). */
+  private boolean takenCountsForBreaker = true;
+  /** The batched path (yarnrl.engine.batch.enabled), or null: one Schedule call per heartbeat. */
+  private BatchPlanner planner;
+  /** Whether the last send went batched (scheduler thread only): a change is logged once. */
+  private Boolean lastBatched;
   private final Snapshots.Builder snapshots;
   private final ConcurrentHashMap<NodeId, Snapshots.Snapshot> inFlight = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<NodeId, Answer> ready = new ConcurrentHashMap<>();
@@ -67,7 +88,7 @@ final class EnginePath implements AutoCloseable {
   private final java.util.Set<EngineClient.Failure> failureLogged =
       java.util.EnumSet.noneOf(EngineClient.Failure.class);
 
-  private EnginePath(EngineFailover engines, RlSchedulerMetrics metrics, int maxAsks) {
+  private EnginePath(EngineFailover engines, RlSchedulerMetrics metrics, int maxAsks, Configuration conf) {
     this.engines = engines;
     this.metrics = metrics;
     this.snapshots = new Snapshots.Builder(maxAsks, metrics);
@@ -75,6 +96,7 @@ final class EnginePath implements AutoCloseable {
       handshakes.put(c, new EngineHandshake(c, metrics, 200, 1000));
     }
     engines.setReady(c -> handshakes.get(c).state() == EngineHandshake.State.OK);
+    planner = BatchPlanner.fromConf(conf, this, metrics, this::deliver);
   }
 
   /** The active engine's handshake. */
@@ -112,7 +134,12 @@ final class EnginePath implements AutoCloseable {
     metrics.breakerState = EngineClient.Breaker.CLOSED.name();
     LOG.info("yarn-rl {}: engine at {}, deadline {} ms, asked asynchronously, at most {} asks per snapshot",
         schedulerName, address, deadline, maxAsks);
-    return new EnginePath(engines, metrics, maxAsks);
+    try {
+      return new EnginePath(engines, metrics, maxAsks, conf);
+    } catch (RuntimeException e) {
+      engines.close();
+      throw e;
+    }
   }
 
   /** The plugin's JMX bean, registered when the scheduler starts (with or without an engine). */
@@ -178,19 +205,87 @@ final class EnginePath implements AutoCloseable {
     return ready.containsKey(node);
   }
 
-  /** The answer that arrived for this node, once (null when none is waiting). */
+  /**
+   * The answer that arrived for this node, once (null when none is waiting). A batched plan older than its bound
+   * comes back as a STALE_PLAN failure: the node is scheduled natively.
+   */
   Answer take(NodeId node) {
     Answer a = ready.remove(node);
     if (a != null) {
       taken = a.client;
+      takenCountsForBreaker = a.countsForBreaker;
+      if (planner != null) {
+        planner.release(a); // applied now or never: the containers it promised are the live counts' again
+        long ageMs = a.plannedNanos == 0 ? 0 : (System.nanoTime() - a.plannedNanos) / 1_000_000;
+        if (a.failure == null && a.plannedNanos != 0 && ageMs > planner.planMaxAgeMs) {
+          takenCountsForBreaker = false;
+          return new Answer(a.snapshot, null, new EngineClient.CallFailed(EngineClient.Failure.STALE_PLAN,
+              "a plan " + ageMs + " ms old (" + BatchPlanner.PLAN_MAX_AGE_MS + " " + planner.planMaxAgeMs + ")",
+              null), a.client, a.plannedNanos, null, false);
+        }
+      }
     }
     return a;
+  }
+
+  /** The batched path's planner, or null (tests). */
+  BatchPlanner planner() {
+    return planner;
+  }
+
+  /** Runs the batched path's snapshot under the scheduler's lock (never its call). */
+  void setUnderLock(java.util.function.Consumer<Runnable> underLock) {
+    if (planner != null) {
+      planner.setUnderLock(underLock);
+    }
+  }
+
+  /**
+   * Whether this ask goes batched: the planner is on and the active engine offers ScheduleBatch (an older engine:
+   * one Schedule call per heartbeat, as before). A change is logged once and shown as BatchState.
+   */
+  private boolean batched() {
+    if (planner == null) {
+      return false;
+    }
+    org.yarnrl.v1.GetInfoResponse info = handshake().info();
+    if (info == null) { // between a reconnect and its handshake (no call goes out then): as last decided
+      return lastBatched != null && lastBatched;
+    }
+    boolean batched = BatchPlanner.supports(info);
+    if (lastBatched == null || lastBatched != batched) {
+      lastBatched = batched;
+      metrics.batchState = batched ? "ON" : "ENGINE_WITHOUT_BATCH";
+      if (batched) {
+        LOG.info("yarn-rl engine {} offers '{}': heartbeats are decided in batches", engines.address(),
+            BatchPlanner.CAPABILITY);
+      } else {
+        LOG.warn("yarn-rl engine {} does not offer '{}': one Schedule call per heartbeat", engines.address(),
+            BatchPlanner.CAPABILITY);
+      }
+    }
+    return batched;
+  }
+
+  /** A node's answer from a batch (a gRPC or the planner's thread): stored, and the node's update re-dispatched. */
+  private void deliver(NodeId node, Answer answer) {
+    if (inFlight.remove(node) == null) {
+      planner.release(answer); // the node left meanwhile
+      return;
+    }
+    ready.put(node, answer);
+    metrics.asksInFlight.decrement();
+    redispatch(node);
   }
 
   /** Ask about this node without waiting; the node is re-dispatched when the answer (or its failure) is in. */
   void send(NodeId node, Snapshots.Snapshot snapshot) {
     inFlight.put(node, snapshot);
     metrics.asksInFlight.increment();
+    if (batched()) {
+      planner.enqueue(node, snapshot);
+      return;
+    }
     EngineClient client = engines.current();
     client.scheduleAsync(snapshot.request, (response, failure) -> {
       // stored before the in-flight mark goes, so a node update in between sees one or the other
@@ -215,7 +310,10 @@ final class EnginePath implements AutoCloseable {
     RMContext context = rmContext;
     RMNode rmNode = context == null ? null : context.getRMNodes().get(node);
     if (rmNode == null) {
-      ready.remove(node); // the node left; nothing to apply
+        Answer gone = ready.remove(node); // the node left; nothing to apply
+        if (gone != null && planner != null) {
+          planner.release(gone);
+        }
       return;
     }
     context.getDispatcher().getEventHandler().handle(new NodeUpdateSchedulerEvent(rmNode));
@@ -223,7 +321,15 @@ final class EnginePath implements AutoCloseable {
 
   /** The node left the cluster: an answer for it has nowhere to go. */
   void forget(NodeId node) {
-    ready.remove(node);
+    Answer gone = ready.remove(node);
+    if (planner != null) {
+      if (gone != null) {
+        planner.release(gone);
+      }
+      if (planner.dequeue(node) && inFlight.remove(node) != null) {
+        metrics.asksInFlight.decrement();
+      }
+    }
   }
 
   /** A call brought no answer: count its reason and tell the breaker (and the handshake, if the engine left). */
@@ -235,12 +341,20 @@ final class EnginePath implements AutoCloseable {
     if (failureLogged.add(e.failure)) {
       LOG.warn("yarn-rl engine call failed ({}); scheduling natively. Further {} failures are counted in "
           + "Fallbacks{} (errors: the last in LastCallError), logged at DEBUG", what, e.failure,
-          e.failure == EngineClient.Failure.TIMEOUT ? "Timeout"
-              : e.failure == EngineClient.Failure.UNAVAILABLE ? "Unavailable" : "Error");
+          counter(e.failure));
     } else {
       LOG.debug("yarn-rl engine call failed: {}", what);
     }
     switch (e.failure) {
+      case STALE_PLAN:
+        metrics.fallbacksStalePlan.increment(); // the RM was late applying it, not the engine: no breaker failure
+        return;
+      case REFUSED_NODE:
+        metrics.fallbacksRefusedNode.increment(); // the plugin sent a node the engine could not read
+        return;
+      case INVALID_BATCH:
+        metrics.fallbacksInvalidAnswer.increment();
+        break;
       case TIMEOUT:
         metrics.fallbacksTimeout.increment();
         break;
@@ -251,7 +365,26 @@ final class EnginePath implements AutoCloseable {
       default:
         metrics.fallbacksError.increment();
     }
-    engines.recordFailure(taken, e.getMessage());
+    if (takenCountsForBreaker) {
+      engines.recordFailure(taken, e.getMessage());
+    }
+  }
+
+  private static String counter(EngineClient.Failure f) {
+    switch (f) {
+      case TIMEOUT:
+        return "Timeout";
+      case UNAVAILABLE:
+        return "Unavailable";
+      case STALE_PLAN:
+        return "StalePlan";
+      case REFUSED_NODE:
+        return "RefusedNode";
+      case INVALID_BATCH:
+        return "InvalidAnswer";
+      default:
+        return "Error";
+    }
   }
 
   /** An answer that cannot be applied: counted, logged once (then at DEBUG), and a breaker failure. */
@@ -279,6 +412,9 @@ final class EnginePath implements AutoCloseable {
 
   @Override
   public void close() {
+    if (planner != null) {
+      planner.close();
+    }
     handshakes.values().forEach(EngineHandshake::close);
     engines.close();
   }

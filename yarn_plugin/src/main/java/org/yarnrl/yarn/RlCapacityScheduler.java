@@ -79,7 +79,9 @@ import org.yarnrl.v1.NodeRemoved;
  *
  * <p>Asynchronous scheduling ({@code yarn.scheduler.capacity.schedule-asynchronously.enable}, on by default in
  * 3.5.0) allocates from CapacityScheduler's own threads outside node updates: with an engine address set it is
- * turned off unless yarn-site.xml sets it explicitly, and when it is on the engine is not used (logged at start).
+ * turned off unless yarn-site.xml sets it explicitly. When it is on, heartbeats still ask the engine and each answer
+ * becomes its node's plan until the node's next heartbeat, applied by those threads and committed by tryCommit
+ * ({@code asyncNodeUpdate}).
  */
 public class RlCapacityScheduler extends CapacityScheduler {
   private static final Logger LOG = LoggerFactory.getLogger(RlCapacityScheduler.class);
@@ -104,6 +106,10 @@ public class RlCapacityScheduler extends CapacityScheduler {
   private final Map<ContainerId, Event> startedEvents = new ConcurrentHashMap<>();
   private final java.util.Set<String> racks = ConcurrentHashMap.newKeySet();
   private volatile NodePlan activePlan;
+  /** CapacityScheduler's asynchronous scheduling is on: plans stay in force between heartbeats (AsyncPlans). */
+  private boolean async;
+  /** Asynchronous scheduling: nodes scheduled natively (a fallback) until their next heartbeat. */
+  private final java.util.Set<NodeId> nativeUntilHeartbeat = ConcurrentHashMap.newKeySet();
   private volatile boolean anyEngineQueue;
   private EnginePath engine;
   private WaitCap waitCap;
@@ -136,15 +142,23 @@ public class RlCapacityScheduler extends CapacityScheduler {
     waitCap = WaitCap.fromConf(conf, getConfiguration(), rlMetrics);
     refreshEngineQueues(conf);
     rlMetrics.resourceCalculator = getResourceCalculator().getClass().getSimpleName();
-    if (getConfiguration().getScheduleAynschronously()) {
-      LOG.warn("RlCapacityScheduler: {}=true, so CapacityScheduler allocates from its own threads outside node "
-          + "updates; the engine is not used (leave the setting unset, or false, to use it)",
-          CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE);
-      return;
-    }
+    async = getConfiguration().getScheduleAynschronously();
     engine = EnginePath.fromConf(conf, rlMetrics, "RlCapacityScheduler");
     if (engine != null) {
       engine.setRMContext(getRMContext());
+      // the batched path reads the asks under CapacityScheduler's read lock, as a heartbeat's snapshot does
+      engine.setUnderLock(snapshot -> {
+        readLock.lock();
+        try {
+          snapshot.run();
+        } finally {
+          readLock.unlock();
+        }
+      });
+      if (async) {
+        LOG.info("RlCapacityScheduler: {}=true: heartbeats ask the engine, CapacityScheduler's own threads apply "
+            + "each node's plan until its next heartbeat", CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE);
+      }
     }
   }
 
@@ -357,6 +371,11 @@ public class RlCapacityScheduler extends CapacityScheduler {
 
   /** The plan in force on this node during the current pass, or null (CapacityScheduler alone). */
   NodePlan planFor(NodeId node) {
+    if (async && engine != null && anyEngineQueue) {
+      // CapacityScheduler's threads visit every node every few ms: an engine queue's ask goes only where a plan
+      // allows it, and nowhere on a node that has not been decided yet (NONE) unless that node fell back
+      return nativeUntilHeartbeat.contains(node) ? null : plans.getOrDefault(node, NodePlan.NONE);
+    }
     return plans.isEmpty() ? null : plans.get(node);
   }
 
@@ -369,6 +388,10 @@ public class RlCapacityScheduler extends CapacityScheduler {
   protected void nodeUpdate(RMNode nm) {
     if (engine == null || !anyEngineQueue) {
       super.nodeUpdate(nm);
+      return;
+    }
+    if (async) {
+      asyncNodeUpdate(nm);
       return;
     }
     NodeId id = nm.getNodeID();
@@ -500,6 +523,128 @@ public class RlCapacityScheduler extends CapacityScheduler {
     rlMetrics.engineNanos.add(System.nanoTime() - start);
   }
 
+  // ------------------------------------------------------------------ asynchronous scheduling (3.5.0's default)
+
+  /**
+   * A node update with CapacityScheduler's asynchronous scheduling on: the update itself only does bookkeeping
+   * (CapacityScheduler's threads allocate, sweeping every node every few ms under the read lock, and its committer
+   * validates each proposal in {@code tryCommit} under the write lock). A heartbeat of a node with room while an
+   * engine queue has asks that may use it holds the node for the engine queues (HOLD: other queues go on within
+   * their guarantee) and asks the engine (batched or not); the answer's re-dispatched update installs it as the
+   * node's plan, which the sweep applies through {@link RlAppPlacementAllocator} until the node's next heartbeat
+   * asks again. A failed, invalid or stale answer, an open breaker or a waited-out ask: the node is CapacityScheduler's
+   * alone until its next heartbeat (counted by reason).
+   */
+  private void asyncNodeUpdate(RMNode nm) {
+    NodeId id = nm.getNodeID();
+    EnginePath.Answer answer = engine.take(id);
+    if (answer != null) {
+      installPlan(id, answer);
+      return;
+    }
+    super.nodeUpdate(nm); // bookkeeping only: asynchronous scheduling allocates elsewhere
+    if (anyShadowQueue) {
+      shadowAsk(id); // YARN's containers on this node until its next heartbeat are compared with this answer
+    }
+    if (engine.inFlight(id)) {
+      return; // still held for the engine queues
+    }
+    nativeUntilHeartbeat.remove(id);
+    FiCaSchedulerNode node = getNode(id);
+    List<FiCaSchedulerApp> attempts = node == null ? List.of() : engineAttempts(node);
+    if (attempts.isEmpty()) {
+      nothingToAsk(id);
+      return;
+    }
+    rlMetrics.nodeUpdates.increment();
+    long start = System.nanoTime();
+    if (waitCap.overdue(node, this::waitLimit, getNumClusterNodes(), getResourceCalculator(),
+        System.currentTimeMillis()) != null || !engine.mayAsk()) {
+      nativeUntilHeartbeat.add(id);
+      plans.remove(id);
+      rlMetrics.nativeHeartbeats.increment();
+      return;
+    }
+    if (!ResourceFit.fits(getResourceCalculator(), getMinimumResourceCapability(), 1, node.getUnallocatedResource())) {
+      nothingToAsk(id);
+      return;
+    }
+    Snapshots.Snapshot snapshot;
+    readLock.lock();
+    try {
+      snapshot = engine.snapshots().build(engine.nextRequestId(), node, attempts, jobs,
+          Snapshots.cluster(this, racks), getResourceCalculator(), System.currentTimeMillis());
+    } finally {
+      readLock.unlock();
+    }
+    if (!snapshot.anyFits) {
+      nothingToAsk(id);
+      return;
+    }
+    NodePlan current = plans.get(id);
+    if (current == null || current == NodePlan.NONE) {
+      plans.put(id, NodePlan.HOLD);
+    } // else the node's last plan stays in force until the new answer replaces it (the sweep keeps applying it)
+    engine.send(id, snapshot);
+    rlMetrics.engineNanos.add(System.nanoTime() - start);
+  }
+
+  /**
+   * Asynchronous scheduling: whether every container this proposal allocates for an engine queue is one its node's
+   * plan in force now still allows (a proposal made under a plan that a newer answer replaced, or one more than the
+   * plan allowed because the sweep proposed twice before the first commit, is refused: the engine decides).
+   */
+  private boolean planAllows(ResourceCommitRequest<?, ?> r) {
+    for (Object o : r.getContainersToAllocate()) {
+      SchedulerContainer<?, ?> c = ((ContainerAllocationProposal<?, ?>) o).getAllocatedOrReservedContainer();
+      if (c == null || c.getSchedulerNode() == null || c.getSchedulerRequestKey() == null
+          || !(c.getSchedulerApplicationAttempt() instanceof FiCaSchedulerApp)) {
+        continue;
+      }
+      FiCaSchedulerApp app = (FiCaSchedulerApp) c.getSchedulerApplicationAttempt();
+      if (!isEngineQueue(app.getQueue())) {
+        continue;
+      }
+      NodePlan plan = planFor(c.getSchedulerNode().getNodeID());
+      if (plan != null && (plan == NodePlan.HOLD || !plan.allows(Snapshots.askId(app, c.getSchedulerRequestKey())))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Asynchronous scheduling: a heartbeat found nothing to ask the engine about on this node. A plan in force stays
+   * (an application's last container may be in a proposal not yet committed, which CapacityScheduler counts as not
+   * pending: replacing the plan would refuse that commit); otherwise nothing of the engine queues goes there.
+   */
+  private void nothingToAsk(NodeId id) {
+    plans.compute(id, (k, v) -> v == null || v == NodePlan.HOLD ? NodePlan.NONE : v);
+  }
+
+  /** Asynchronous scheduling: an answer becomes its node's plan, or the node CapacityScheduler's alone. */
+  private void installPlan(NodeId id, EnginePath.Answer answer) {
+    FiCaSchedulerNode node = getNode(id);
+    String problem = null;
+    if (answer.failure != null) {
+      engine.failed(answer.failure);
+    } else if (node != null) {
+      problem = Snapshots.check(answer.response, answer.snapshot);
+      if (problem != null) {
+        engine.invalid(id, problem);
+      }
+    }
+    if (answer.failure != null || problem != null || node == null) {
+      plans.remove(id);
+      nativeUntilHeartbeat.add(id);
+      rlMetrics.nativeHeartbeats.increment();
+      return;
+    }
+    plans.put(id, NodePlan.of(answer.response, answer.snapshot));
+    engine.applied();
+    waitCap.answered(answer.snapshot, answer.response, System.currentTimeMillis());
+  }
+
   /** Attempts in engine queues with pending asks that may use this node, in submission order. */
   private List<FiCaSchedulerApp> engineAttempts(FiCaSchedulerNode node) {
     return attemptsIn(node, false);
@@ -526,6 +671,17 @@ public class RlCapacityScheduler extends CapacityScheduler {
 
   @Override
   public boolean tryCommit(Resource cluster, ResourceCommitRequest r, boolean updatePending) {
+    if (async && engine != null && anyEngineQueue && !planAllows(r)) {
+      // refused as CapacityScheduler refuses a proposal: what the proposal held back as unconfirmed is released
+      // (else the application looks as if it had nothing pending, and is never asked about again)
+      ContainerAllocationProposal<?, ?> first = (ContainerAllocationProposal<?, ?>) r.getFirstAllocatedOrReservedContainer();
+      if (first != null && first.getAllocatedOrReservedContainer() != null
+          && first.getAllocatedOrReservedContainer().getSchedulerApplicationAttempt() instanceof FiCaSchedulerApp) {
+        ((FiCaSchedulerApp) first.getAllocatedOrReservedContainer().getSchedulerApplicationAttempt())
+            .decUnconfirmedRes(r.getTotalAllocatedResource());
+      }
+      return false;
+    }
     boolean committed = super.tryCommit(cluster, r, updatePending);
     if (committed) {
       for (Object o : r.getContainersToAllocate()) {
@@ -535,6 +691,9 @@ public class RlCapacityScheduler extends CapacityScheduler {
           continue;
         }
         NodePlan plan = activePlan;
+        if (plan == null && async && c.getSchedulerNode() != null) {
+          plan = planFor(c.getSchedulerNode().getNodeID()); // committed from CapacityScheduler's own threads
+        }
         FiCaSchedulerApp app = (FiCaSchedulerApp) c.getSchedulerApplicationAttempt();
         boolean byEngine = plan != null && plan != NodePlan.HOLD && plan != NodePlan.NONE && app != null
             && isEngineQueue(app.getQueue());
@@ -637,6 +796,8 @@ public class RlCapacityScheduler extends CapacityScheduler {
       }
       case NODE_REMOVED: {
         RMNode n = ((NodeRemovedSchedulerEvent) event).getRemovedRMNode();
+        plans.remove(n.getNodeID());
+        nativeUntilHeartbeat.remove(n.getNodeID());
         if (engine != null) {
           engine.forget(n.getNodeID());
           shadow.forget(n.getNodeID(), engine::report);

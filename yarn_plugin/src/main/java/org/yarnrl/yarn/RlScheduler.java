@@ -109,6 +109,12 @@ public class RlScheduler extends FifoSchedulerBase {
     rlMetrics.resourceCalculator = getResourceCalculator().getClass().getSimpleName();
     if (engine != null) {
       engine.setRMContext(rmContext);
+      // the batched path builds a batch's snapshot under FifoScheduler's lock (its monitor), never its call
+      engine.setUnderLock(snapshot -> {
+        synchronized (this) {
+          snapshot.run();
+        }
+      });
     }
   }
 

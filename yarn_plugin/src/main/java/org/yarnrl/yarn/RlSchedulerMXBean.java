@@ -152,4 +152,33 @@ public interface RlSchedulerMXBean {
 
   /** Of those, the ones that went to an ask the engine had not given that node (or it placed nothing there). */
   long getShadowDisagreements();
+
+  // ---- the batched engine path (yarnrl.engine.batch.enabled, BatchPlanner)
+
+  /** OFF (per-heartbeat calls), WAITING_FOR_ENGINE, ON, or ENGINE_WITHOUT_BATCH (an older engine: per heartbeat). */
+  String getBatchState();
+
+  /** ScheduleBatch calls sent. */
+  long getBatches();
+
+  /** Nodes (held heartbeats) sent in them: divide by Batches for the mean batch size. */
+  long getBatchNodes();
+
+  /** Asks sent in them (each once per batch). */
+  long getBatchAsks();
+
+  /** Wall time of the batch calls, microseconds (send to answer, on the network and in the engine). */
+  long getBatchCallMicros();
+
+  /** The planner thread's CPU time building batches under the scheduler lock, microseconds. */
+  long getBatchBuildCpuMicros();
+
+  /** Asks the engine refused in a batch (malformed: left to native scheduling via the wait cap). */
+  long getBatchAsksRefused();
+
+  /** Heartbeats scheduled natively because their plan was older than yarnrl.engine.batch.plan-max-age-ms. */
+  long getFallbacksStalePlan();
+
+  /** Heartbeats scheduled natively because the engine refused that node of its batch. */
+  long getFallbacksRefusedNode();
 }

@@ -56,6 +56,16 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   final LongAdder shadowAgreements = new LongAdder();
   final LongAdder shadowDisagreements = new LongAdder();
   volatile String waitCap = "";
+  // the batched engine path (BatchPlanner)
+  volatile String batchState = "OFF";
+  final LongAdder batches = new LongAdder();
+  final LongAdder batchNodes = new LongAdder();
+  final LongAdder batchAsks = new LongAdder();
+  final LongAdder batchCallNanos = new LongAdder();
+  final LongAdder batchBuildCpuNanos = new LongAdder();
+  final LongAdder batchAsksRefused = new LongAdder();
+  final LongAdder fallbacksStalePlan = new LongAdder();
+  final LongAdder fallbacksRefusedNode = new LongAdder();
   volatile String resourceCalculator = "";
 
   @Override
@@ -127,7 +137,52 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   public long getFallbacks() {
     return getFallbacksTimeout() + getFallbacksUnavailable() + getFallbacksError() + getFallbacksInvalidAnswer()
         + getFallbacksBreakerOpen() + getFallbacksVersionMismatch() + getFallbacksWaitHeartbeats()
-        + getFallbacksWaitTime();
+        + getFallbacksWaitTime() + getFallbacksStalePlan() + getFallbacksRefusedNode();
+  }
+
+  @Override
+  public String getBatchState() {
+    return batchState;
+  }
+
+  @Override
+  public long getBatches() {
+    return batches.sum();
+  }
+
+  @Override
+  public long getBatchNodes() {
+    return batchNodes.sum();
+  }
+
+  @Override
+  public long getBatchAsks() {
+    return batchAsks.sum();
+  }
+
+  @Override
+  public long getBatchCallMicros() {
+    return batchCallNanos.sum() / 1000;
+  }
+
+  @Override
+  public long getBatchBuildCpuMicros() {
+    return batchBuildCpuNanos.sum() / 1000;
+  }
+
+  @Override
+  public long getBatchAsksRefused() {
+    return batchAsksRefused.sum();
+  }
+
+  @Override
+  public long getFallbacksStalePlan() {
+    return fallbacksStalePlan.sum();
+  }
+
+  @Override
+  public long getFallbacksRefusedNode() {
+    return fallbacksRefusedNode.sum();
   }
 
   @Override
@@ -320,7 +375,9 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
         + " unavailable=" + getFallbacksUnavailable() + " error=" + getFallbacksError() + " invalid="
         + getFallbacksInvalidAnswer() + " breakerOpen=" + getFallbacksBreakerOpen() + " versionMismatch="
         + getFallbacksVersionMismatch() + " waitHeartbeats=" + getFallbacksWaitHeartbeats() + " waitTime="
-        + getFallbacksWaitTime() + ") asksPastWaitCap=" + getAsksPastWaitCap() + " discarded="
+        + getFallbacksWaitTime() + " stalePlan=" + getFallbacksStalePlan() + " refusedNode="
+        + getFallbacksRefusedNode() + ") batch=" + getBatchState() + " batches=" + getBatches() + " batchNodes="
+        + getBatchNodes() + " asksPastWaitCap=" + getAsksPastWaitCap() + " discarded="
         + getAnswerContainersDiscarded() + " reportEventsSent="
         + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState()
         + " handshake=" + getHandshakeState() + " engine=" + getEngineAddress() + " failovers=" + getFailovers()

@@ -152,6 +152,12 @@ final class Snapshots {
     return !app.isStopped() && placement != null && placement.getPendingAsk(ResourceRequest.ANY).getCount() > 0;
   }
 
+  /** The calling thread's CPU time in ns, or -1 where the JVM cannot tell (ThreadMXBean). */
+  static long threadCpuNanos() {
+    java.lang.management.ThreadMXBean cpu = java.lang.management.ManagementFactory.getThreadMXBean();
+    return cpu.isCurrentThreadCpuTimeSupported() ? cpu.getCurrentThreadCpuTime() : -1;
+  }
+
   static String askId(FiCaSchedulerApp app, SchedulerRequestKey key) {
     return askId(app.getApplicationAttemptId(), key);
   }

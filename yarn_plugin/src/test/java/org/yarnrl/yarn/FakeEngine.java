@@ -10,6 +10,8 @@ import org.yarnrl.v1.GetInfoResponse;
 import org.yarnrl.v1.PolicyEngineGrpc;
 import org.yarnrl.v1.ReportRequest;
 import org.yarnrl.v1.ReportResponse;
+import org.yarnrl.v1.ScheduleBatchRequest;
+import org.yarnrl.v1.ScheduleBatchResponse;
 import org.yarnrl.v1.ScheduleRequest;
 import org.yarnrl.v1.ScheduleResponse;
 
@@ -20,19 +22,54 @@ import org.yarnrl.v1.ScheduleResponse;
 final class FakeEngine implements AutoCloseable {
   final AtomicInteger scheduleCalls = new AtomicInteger();
   final AtomicInteger infoCalls = new AtomicInteger();
+  final AtomicInteger batchCalls = new AtomicInteger();
   private final Server server;
 
   FakeEngine(String protocolVersion, Function<ScheduleRequest, ScheduleResponse> answer) throws Exception {
-    this(0, protocolVersion, answer);
+    this(0, protocolVersion, answer, null);
+  }
+
+  /** Also speaking ScheduleBatch (GetInfo capability "schedule-batch") with these answers. */
+  FakeEngine(String protocolVersion, Function<ScheduleRequest, ScheduleResponse> answer,
+      Function<ScheduleBatchRequest, ScheduleBatchResponse> batch) throws Exception {
+    this(0, protocolVersion, answer, batch);
+  }
+
+  FakeEngine(int port, String protocolVersion, Function<ScheduleRequest, ScheduleResponse> answer) throws Exception {
+    this(port, protocolVersion, answer, null);
   }
 
   /** On a fixed port (0: any), so that another engine can take the same address after this one stops. */
-  FakeEngine(int port, String protocolVersion, Function<ScheduleRequest, ScheduleResponse> answer) throws Exception {
+  FakeEngine(int port, String protocolVersion, Function<ScheduleRequest, ScheduleResponse> answer,
+      Function<ScheduleBatchRequest, ScheduleBatchResponse> batch) throws Exception {
     server = ServerBuilder.forPort(port).addService(new PolicyEngineGrpc.PolicyEngineImplBase() {
       @Override
       public void getInfo(GetInfoRequest req, StreamObserver<GetInfoResponse> out) {
         infoCalls.incrementAndGet();
-        out.onNext(GetInfoResponse.newBuilder().setProtocolVersion(protocolVersion).setPolicy("scripted").build());
+        GetInfoResponse.Builder info = GetInfoResponse.newBuilder().setProtocolVersion(protocolVersion)
+            .setPolicy("scripted").addCapabilities("schedule");
+        if (batch != null) {
+          info.addCapabilities("schedule-batch").setMaxBatchNodes(10_000).setMaxBatchAsks(10_000);
+        }
+        out.onNext(info.build());
+        out.onCompleted();
+      }
+
+      @Override
+      public void scheduleBatch(ScheduleBatchRequest req, StreamObserver<ScheduleBatchResponse> out) {
+        batchCalls.incrementAndGet();
+        if (batch == null) {
+          out.onError(io.grpc.Status.UNIMPLEMENTED.asRuntimeException());
+          return;
+        }
+        ScheduleBatchResponse r;
+        try {
+          r = batch.apply(req);
+        } catch (io.grpc.StatusRuntimeException e) {
+          out.onError(e);
+          return;
+        }
+        out.onNext(r);
         out.onCompleted();
       }
 
@@ -80,6 +117,38 @@ final class FakeEngine implements AutoCloseable {
         free -= n * mem;
         freeCores -= n * cores;
       }
+    }
+    return b.build();
+  }
+
+  /**
+   * Each node of a batch as the single request the plugin would have sent for its heartbeat (the batch's asks with
+   * that node's host and rack entries), answered by {@code single}; nothing is booked between nodes (a scripted
+   * engine answering one node only, or breaking the batch's rules on purpose).
+   */
+  static ScheduleBatchResponse perNode(ScheduleBatchRequest req, Function<ScheduleRequest, ScheduleResponse> single) {
+    ScheduleBatchResponse.Builder b = ScheduleBatchResponse.newBuilder().setBatchId(req.getBatchId())
+        .setPolicy("scripted");
+    org.yarnrl.v1.ScheduleBatchLocality t = req.getLocality();
+    for (int i = 0; i < req.getNodesCount(); i++) {
+      org.yarnrl.v1.NodeSnapshot node = req.getNodes(i);
+      String requestId = i < req.getRequestIdsCount() ? req.getRequestIds(i) : "";
+      ScheduleRequest.Builder one = ScheduleRequest.newBuilder().setRequestId(requestId).setNode(node)
+          .setCluster(req.getCluster());
+      for (int a = 0; a < req.getAsksCount(); a++) {
+        org.yarnrl.v1.ResourceAsk.Builder ask = req.getAsks(a).toBuilder();
+        for (int j = 0; j < t.getAskIndexCount(); j++) {
+          String name = t.getNames(t.getNameIndex(j));
+          if (t.getAskIndex(j) == a && (name.equals(node.getHost()) || name.equals(node.getRack()))) {
+            ask.addLocality(org.yarnrl.v1.LocalityRequest.newBuilder().setResourceName(name)
+                .setNumContainers(t.getNumContainers(j)).setRelaxLocality(t.getRelaxLocality(j)));
+          }
+        }
+        one.addAsks(ask);
+      }
+      ScheduleResponse r = single.apply(one.build());
+      b.addResults(org.yarnrl.v1.ScheduleBatchNodeResult.newBuilder().setNodeId(node.getNodeId())
+          .setRequestId(requestId).setDecisionId(r.getDecisionId()).addAllAssignments(r.getAssignmentsList()));
     }
     return b.build();
   }
