@@ -298,7 +298,8 @@ final class EnginePath implements AutoCloseable {
 
   /**
    * Shadow mode: ask about this node without holding it (nothing is in flight for it, nothing will be applied);
-   * the answer or failure goes to {@code done} on the call's thread. A failure still counts for the breaker.
+   * the answer or failure goes to {@code done} on the call's thread. A failure is counted by ShadowMode
+   * ({@code ShadowFailures}), not by the breaker: shadow traffic never changes how YARN schedules.
    */
   void sendShadow(Snapshots.Snapshot snapshot,
       java.util.function.BiConsumer<org.yarnrl.v1.ScheduleResponse, EngineClient.CallFailed> done) {
