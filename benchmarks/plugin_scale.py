@@ -264,19 +264,10 @@ def process_cpu_s(pid: int) -> float:
 
 
 def histogram_quantile(buckets: list[tuple[float, float]], q: float) -> float:
-    """Prometheus-style quantile from cumulative (upper bound, count) buckets, linear inside a bucket."""
-    buckets = sorted(buckets)
-    total = buckets[-1][1] if buckets else 0
-    if total <= 0:
-        return float("nan")
-    rank, lo, below = q * total, 0.0, 0.0
-    for le, count in buckets:
-        if count >= rank:
-            if le == float("inf"):
-                return lo
-            return lo + (le - lo) * ((rank - below) / max(count - below, 1e-12))
-        lo, below = le, count
-    return lo
+    """Prometheus-style quantile from cumulative (upper bound, count) buckets, in any order."""
+    from policy_engine.metrics_scrape import histogram_quantile as quantile
+
+    return quantile(sorted(buckets), q)
 
 
 def engine_side(pid: int, cpu0: float, metrics_port: int | None) -> dict:

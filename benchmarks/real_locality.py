@@ -526,18 +526,10 @@ def histogram_buckets(text: str, name: str, label: str) -> list[tuple[float, flo
 
 
 def quantile(buckets: list[tuple[float, float]], q: float) -> float:
-    """Prometheus' histogram_quantile: linear interpolation inside the bucket that holds the q-quantile."""
-    if not buckets or buckets[-1][1] <= 0:
-        return float("nan")
-    rank = q * buckets[-1][1]
-    lo_bound, lo_count = 0.0, 0.0
-    for bound, count in buckets:
-        if count >= rank:
-            if math.isinf(bound):
-                return lo_bound
-            return lo_bound + (bound - lo_bound) * ((rank - lo_count) / max(count - lo_count, 1e-12))
-        lo_bound, lo_count = bound, count
-    return buckets[-1][0]
+    """Prometheus' histogram_quantile (policy_engine.metrics_scrape)."""
+    from policy_engine.metrics_scrape import histogram_quantile
+
+    return histogram_quantile(buckets, q)
 
 
 def merge_buckets(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
