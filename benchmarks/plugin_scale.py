@@ -114,6 +114,9 @@ def parse_args(argv):
                         "mode: yarnrl.engine.batch.deadline-ms, at least 250)")
     p.add_argument("--heap", default="3g", help="JVM heap per case (default 3g)")
     p.add_argument("--out", type=Path, default=RESULTS, help=f"results directory (default {RESULTS.relative_to(ROOT)})")
+    p.add_argument("--engine-profile", action="store_true",
+                   help="run each engine under cProfile: OUT/work/<case>/engine.prof and engine_profile.txt (the "
+                        "event loop's thread; inflates the engine's CPU, so not for the reported timings)")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="skip the PNG")
     p.add_argument("--json", action="store_true", help="print only the final JSON line on stdout (progress to stderr)")
     args = p.parse_args(argv)
@@ -183,7 +186,11 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
 
         engine_log = open(case_dir / "engine.log", "w")
         metrics_port = free_port()
-        proc, target = start_engine_subprocess(policy, ["--grace", "1", "--metrics-port", str(metrics_port)])
+        profile = case_dir / "engine.prof" if args.engine_profile else None
+        if profile is not None:
+            profile.unlink(missing_ok=True)
+        proc, target = start_engine_subprocess(policy, ["--grace", "1", "--metrics-port", str(metrics_port)],
+                                               profile=profile)
         engine = (proc, engine_log)
         engine_cpu0 = process_cpu_s(proc.pid)
 
@@ -243,6 +250,8 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
                 except subprocess.TimeoutExpired:
                     eproc.kill()
             elog.close()
+            if args.engine_profile and (case_dir / "engine.prof").exists():
+                write_profile(case_dir / "engine.prof", case_dir / "engine_profile.txt")
     row = {"scheduler": scheduler, "mode": mode, "policy": policy if mode in ENGINE_MODES else "native",
            "nodes": nodes}
     row.update({k: result[k] for k in ("heartbeats_per_s", "containers_per_s", "queue_p99", "fallbacks")})
@@ -250,6 +259,18 @@ def run_case(args, workdir: Path, scheduler: str, mode: str, policy: str, nodes:
     row["case_seconds"] = time.monotonic() - started
     add_engine_figures(row)
     return row
+
+
+def write_profile(stats_file: Path, out: Path, top: int = 40) -> None:
+    """The engine's cProfile stats as text: the functions with the most time of their own, then the most in all."""
+    import io
+    import pstats
+
+    buf = io.StringIO()
+    stats = pstats.Stats(str(stats_file), stream=buf).strip_dirs()
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    out.write_text(buf.getvalue())
 
 
 def free_port() -> int:

@@ -519,7 +519,9 @@ class BatchScheduler:
                             bj = asks[int(idx[j])]
                             if bj.any > 0:
                                 base[j] = view(bj, host, int(hc[j]), rack, int(cur[2, j]))
-                node_asks = FifoOrdered(v for v in base if v is not None) if state.dead else FifoOrdered(base)
+                floor = state.min_live_memory(partition, idx)
+                node_asks = (FifoOrdered((v for v in base if v is not None), floor) if state.dead
+                             else FifoOrdered(base, floor))
             obs = ScheduleObservation(node, node_asks, batch.cluster, rid)
             try:
                 decision, decision_id = engine.schedule_logged(obs)

@@ -366,9 +366,13 @@ class EngineStartFailed(RuntimeError):
     """A `policy-engine serve` child exited before listening; the message ends with its own last line."""
 
 
-def start_engine_subprocess(policy: str, extra: list[str] | None = None, timeout: float = 60.0):
-    """Start `policy-engine serve --port 0` as a child process; return (process, "127.0.0.1:PORT")."""
-    cmd = [sys.executable, "-m", "policy_engine.cli", "serve", "--policy", policy, "--port", "0", *(extra or [])]
+def start_engine_subprocess(policy: str, extra: list[str] | None = None, timeout: float = 60.0,
+                            profile: str | os.PathLike | None = None):
+    """Start `policy-engine serve --port 0` as a child process; return (process, "127.0.0.1:PORT").
+    `profile`: run it under cProfile (the event loop's thread), the stats written to that file when it exits."""
+    prefix = ["-m", "cProfile", "-o", os.fspath(profile)] if profile is not None else []
+    cmd = [sys.executable, *prefix, "-m", "policy_engine.cli", "serve", "--policy", policy, "--port", "0",
+           *(extra or [])]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=_child_env({**os.environ, "PYTHONUNBUFFERED": "1"}))
     lines = []

@@ -20,7 +20,7 @@ import math
 from policy_engine.features.locality import cache_local_count, cached_fraction
 from policy_engine.locality import AskOnNode, place
 from policy_engine.policies.delay import DelayPolicy
-from policy_engine.policies.fifo import fifo_order
+from policy_engine.policies.fifo import fifo_order, memory_floor
 from policy_engine.policy import SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, register
 from policy_engine.types import Ask, Assignment, Locality, ScheduleDecision, ScheduleObservation
 
@@ -48,7 +48,10 @@ class AdaptiveCacheLocalPolicy(Policy):
         free = node.unallocated
         num_nodes = obs.cluster.num_nodes
         out: list[Assignment] = []
+        floor = memory_floor(obs.asks)
         for ask in fifo_order(obs.asks):
+            if free.memory_mb < floor:
+                break  # nothing left fits (FifoOrdered.memory_floor)
             if ask.num_containers <= 0:
                 continue
             counts = AskOnNode(ask, node)

@@ -13,7 +13,7 @@ the ask receives a node- or rack-local container (CapacityScheduler's resetSched
 from __future__ import annotations
 
 from policy_engine.locality import AskOnNode, place
-from policy_engine.policies.fifo import fifo_order
+from policy_engine.policies.fifo import fifo_order, memory_floor
 from policy_engine.policy import SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, register
 from policy_engine.types import Assignment, Locality, ScheduleDecision, ScheduleObservation
 
@@ -52,7 +52,10 @@ class DelayPolicy(Policy):
         free = obs.node.unallocated
         num_nodes = obs.cluster.num_nodes
         out: list[Assignment] = []
+        floor = memory_floor(obs.asks)
         for ask in fifo_order(obs.asks):
+            if free.memory_mb < floor:
+                break  # nothing left fits (FifoOrdered.memory_floor)
             if ask.num_containers <= 0 or not ask.resource.fits_in(free):
                 continue
             counts = AskOnNode(ask, obs.node)

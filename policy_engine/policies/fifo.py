@@ -19,9 +19,22 @@ _FIFO_KEY = attrgetter("submit_time_ms", "application_id", "attempt_id", "priori
 
 class FifoOrdered(list):
     """Asks already in FIFO order (the batched path, policy_engine.batch, sorts a batch's asks once and hands each
-    node its live ones in that order): fifo_order returns it as it is instead of sorting it again per node."""
+    node its live ones in that order): fifo_order returns it as it is instead of sorting it again per node.
 
-    __slots__ = ()
+    `memory_floor`: no ask of the list with containers left asks for less memory than this (0: unknown). Every
+    ResourceCalculator compares memory, so once a node's free memory is below it nothing more fits and a placement
+    loop may stop (memory_floor(asks) reads it; a plain list says 0)."""
+
+    __slots__ = ("memory_floor",)
+
+    def __init__(self, asks=(), memory_floor: int = 0):
+        super().__init__(asks)
+        self.memory_floor = memory_floor
+
+
+def memory_floor(asks) -> int:
+    """The smallest memory any live ask of `asks` asks for, when the caller knows it (FifoOrdered); else 0."""
+    return asks.memory_floor if type(asks) is FifoOrdered else 0
 
 
 def fifo_order(asks: list[Ask]) -> list[Ask]:
@@ -40,7 +53,10 @@ class FifoPolicy(Policy):
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
         free = obs.node.unallocated
         out: list[Assignment] = []
+        floor = memory_floor(obs.asks)
         for ask in fifo_order(obs.asks):
+            if free.memory_mb < floor:
+                break  # nothing left fits (FifoOrdered.memory_floor)
             if ask.num_containers <= 0 or not ask.resource.fits_in(free):
                 continue
             free, _ = place(out, AskOnNode(ask, obs.node), free)
