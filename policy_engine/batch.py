@@ -50,6 +50,7 @@ from policy_engine.codec import (
 )
 from policy_engine.proto import pb
 from policy_engine.policies.fifo import _FIFO_KEY, FifoOrdered
+from policy_engine.engine import OpportunityTracker
 from policy_engine.policy import ObservationMismatch
 from policy_engine.types import (
     ANY,
@@ -59,8 +60,10 @@ from policy_engine.types import (
     Locality,
     LocalityRequest,
     Node,
+    Resource,
     ScheduleObservation,
 )
+from policy_engine.types import _MEMORY_ONLY
 
 MAX_BATCH_NODES = 10_000
 MAX_BATCH_LOCALITY = 2_000_000  # locality entries over all asks of one batch
@@ -447,6 +450,10 @@ class BatchScheduler:
                 b.cell[0] = b.any
         state = BatchState(asks, table, live_counts=shared)
         by_id = {b.ask.ask_id: b for b in asks}
+        # Delay, ACL, CLQLMRS: the batch's missed-opportunity counts as one array (needs the live views)
+        opp = BatchOpportunities(engine.state.opportunities, asks) if shared else None
+        if opp is not None and not opp.active:
+            opp = None
         # asks by partition in FIFO order (a node sees only its partition's asks), sorted once per batch: each
         # node's list is then already in the order FIFO, Delay, ACL and CLQLMRS visit asks (FifoOrdered)
         order = [b.index for b in sorted(asks, key=lambda b: _FIFO_KEY(b.ask))]
@@ -523,21 +530,105 @@ class BatchScheduler:
                 node_asks = (FifoOrdered((v for v in base if v is not None), floor) if state.dead
                              else FifoOrdered(base, floor))
             obs = ScheduleObservation(node, node_asks, batch.cluster, rid)
+            if opp is not None and node_asks:
+                opp.offer(idx[state.live[idx]] if state.dead else idx, node_asks, node.unallocated)
             try:
-                decision, decision_id = engine.schedule_logged(obs)
+                decision, decision_id = engine.schedule_logged(obs, count_opportunities=opp is None)
             except (InvalidRequest, ObservationMismatch) as e:  # this node's request, not the batch, is wrong
                 results.append(NodeResult(node_id, rid, refusal=f"nodes[{k}] (node_id {node_id!r}): {e}"))
                 batch.node_errors[k] = results[-1].refusal
                 continue
+            if opp is not None:
+                opp.settle(decision, by_id)
             for a in decision.assignments:
                 state.book(by_id[a.ask_id], hk, nk, rk, a.locality, a.count)
             if not shared:
                 views.clear()
             results.append(NodeResult(node_id, rid, decision_id, decision.assignments))
             if time.perf_counter() >= t_next:
+                if opp is not None:
+                    opp.flush()  # other calls may count (or forget) opportunities while the loop is handed back
                 yield
+                if opp is not None:
+                    opp.load()
+                    if not opp.active:
+                        opp = None
                 t_next = time.perf_counter() + yield_every_s
+        if opp is not None:
+            opp.flush()
         return BatchDecision(batch.batch_id, results, batch.ask_errors, idle)
+
+
+class BatchOpportunities:
+    """The engine's missed-opportunity counts (OpportunityTracker) of a batch's asks as one numpy array while the
+    batch is decided, instead of a Python loop over every ask of every node: per node, the live asks of its list
+    that fit it get +1 in one numpy step (ResourceCalculator rules of Resource.max_copies_in: memory, and vcores
+    unless it compares memory only) and the counts are written into the node's views; an ask given a node- or
+    rack-local container is reset to 0 after the node's decision. The counts are written back to the tracker, in
+    the LRU order the per-node path leaves them (by last touch), before the batch hands the event loop back and at
+    its end, and read again after. Exactly OpportunityTracker.offer / settle per node (tests/test_batch.py).
+
+    Not used (`active` False; the per-node path counts) when an ask has extra resource types, two asks share a
+    key, or the batch's asks could push the tracker past its bound (its LRU eviction would then differ)."""
+
+    def __init__(self, tracker: OpportunityTracker | None, asks: list[BatchAsk]):
+        self.tracker = tracker
+        self.keys = [b.ask.key for b in asks]
+        n = len(asks)
+        self.active = (tracker is not None and n > 0 and not any(b.ask.resource.extra for b in asks)
+                       and len(set(self.keys)) == n)
+        if not self.active:
+            return
+        self.memory = np.fromiter((b.ask.resource.memory_mb for b in asks), dtype=np.int64, count=n)
+        self.vcores = np.fromiter((b.ask.resource.vcores for b in asks), dtype=np.int64, count=n)
+        self.no_memory = self.memory <= 0
+        self.no_vcores = self.vcores <= 0
+        self.counts = np.zeros(n, dtype=np.int64)
+        self.touch = np.full(n, -1, dtype=np.int64)
+        self.seq = 0
+        self.load()
+
+    def load(self) -> None:
+        tracker = self.tracker
+        if len(tracker) + len(self.keys) > tracker.max_keys:
+            self.active = False
+            return
+        get = tracker._counts.get
+        self.counts[:] = [get(k, 0) for k in self.keys]
+
+    def offer(self, cols: np.ndarray, views: list[Ask], free: Resource) -> None:
+        """OpportunityTracker.offer for a node whose list holds the asks of columns `cols`, in order (`views`)."""
+        fits = self.no_memory[cols] | (self.memory[cols] <= free.memory_mb)
+        if free.compared != _MEMORY_ONLY:
+            fits &= self.no_vcores[cols] | (self.vcores[cols] <= free.vcores)
+        counts = self.counts
+        counts[cols[fits]] += 1
+        seq = self.seq
+        self.touch[cols] = np.arange(seq, seq + cols.size)
+        self.seq = seq + cols.size
+        assert len(views) == cols.size, "a node's list and its columns differ"
+        for view, c in zip(views, counts[cols].tolist()):
+            view.scheduling_opportunities = c
+
+    def settle(self, decision, by_id: dict[str, BatchAsk]) -> None:
+        """OpportunityTracker.settle: an ask given a node- or rack-local container starts counting again."""
+        for a in decision.assignments:
+            if a.locality != Locality.OFF_SWITCH:
+                self.counts[by_id[a.ask_id].index] = 0
+
+    def flush(self) -> None:
+        """Write the counts of the asks touched since the last load back, most recently touched last."""
+        touch = self.touch
+        touched = np.flatnonzero(touch >= 0)
+        if not touched.size:
+            return
+        tracked = self.tracker._counts
+        keys, counts = self.keys, self.counts
+        for c in touched[np.argsort(touch[touched], kind="stable")].tolist():
+            key = keys[c]
+            tracked.pop(key, None)
+            tracked[key] = int(counts[c])
+        touch[:] = -1
 
 
 class BatchState:

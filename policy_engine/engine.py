@@ -303,7 +303,9 @@ class Engine:
 
     # ------------------------------------------------------------ observation level
 
-    def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
+    def schedule(self, obs: ScheduleObservation, count_opportunities: bool = True) -> ScheduleDecision:
+        """`count_opportunities` False: the caller has counted this heartbeat's missed opportunities into the asks
+        and resets them after the decision itself (policy_engine.batch.BatchOpportunities)."""
         policy = self.policy
         if SCHEDULE not in policy.capabilities:
             raise NotImplementedError(f"policy {policy.name!r} does not schedule on node heartbeats")
@@ -312,7 +314,7 @@ class Engine:
         with_blocks = sum(1 for ask in obs.asks if ask.job is not None and ask.job.input_blocks)
         self.asks_seen += len(obs.asks)
         self.asks_with_blocks += with_blocks
-        opportunities = self.state.opportunities
+        opportunities = self.state.opportunities if count_opportunities else None
         if opportunities is not None:
             opportunities.offer(obs)
         learning = self.learning
@@ -407,11 +409,12 @@ class Engine:
         if self.metrics is not None:
             self.metrics.decision_log_dropped.labels(kind).inc()
 
-    def schedule_logged(self, obs: ScheduleObservation, raw: bytes | None = None) -> tuple[ScheduleDecision, str]:
+    def schedule_logged(self, obs: ScheduleObservation, raw: bytes | None = None,
+                        count_opportunities: bool = True) -> tuple[ScheduleDecision, str]:
         """schedule(), numbered, and logged when a decision log is attached (never blocks on it). `raw`: the
         serialized request `obs` was decoded from, logged as it is unless annotators edit the observation."""
         t0 = time.perf_counter()
-        decision = self.schedule(obs)
+        decision = self.schedule(obs, count_opportunities)
         decision_id = self.state.next_decision_id()
         if obs.shadow:
             self.shadow.decided(decision_id, obs, decision)

@@ -47,12 +47,16 @@ def test_batched_placements_equal_per_heartbeat_placements(name, options, seed):
     ScheduleBatch calls of 1, 5, 8 and 24 nodes place the same containers on the same nodes at the same levels.
     Exact equality, no bound needed: a batch decides its nodes in order, each on the asks its predecessors left."""
     cluster, hbs, arrivals = scenario(seed, 6, partitioned=4 if seed else 0)
-    single = drive_single(Engine(make(name, options)), cluster, hbs, arrivals)
+    engine = Engine(make(name, options))
+    single = drive_single(engine, cluster, hbs, arrivals)
     assert len(single) >= 30  # enough placements (at every level) to tell policies apart
     assert {p[3] for p in single} >= {2, 4}  # node-local and off-switch at least
     for size in (1, 5, 8, 24):
-        batched = drive_batched(Engine(make(name, options)), cluster, hbs, arrivals, size)
+        batched_engine = Engine(make(name, options))
+        batched = drive_batched(batched_engine, cluster, hbs, arrivals, size)
         assert batched == single, f"{name}: batches of {size} placed differently"
+        if engine.opportunities is not None:  # the missed-opportunity counts (BatchOpportunities), in LRU order
+            assert list(batched_engine.opportunities._counts.items()) == list(engine.opportunities._counts.items())
     # the same with each ask's entries inside the ask instead of the batch's locality table
     assert drive_batched(Engine(make(name, options)), cluster, hbs, arrivals, 8, columnar=False) == single
     # and with view caches so small that they are cleared all the time
