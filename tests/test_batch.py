@@ -343,3 +343,30 @@ def test_fits_follow_the_rms_calculator_as_in_a_single_heartbeat(calculator, exp
     single.cluster.resource_calculator = calculator
     one = Engine(create("fifo")).schedule(decode_schedule(single))
     assert sum(a.count for a in d.results[0].assignments) == expected == sum(a.count for a in one.assignments)
+
+
+class _DelayWithoutShortcuts:
+    """Delay deciding every ask through its full placement loop (no early stop, no waiting-ask shortcut)."""
+
+    @staticmethod
+    def make(**options):
+        from policy_engine.policies.delay import DelayPolicy
+
+        class Full(DelayPolicy):
+            def _waits_here(self, *args) -> bool:
+                return False
+
+        return Full(**options)
+
+
+@pytest.mark.parametrize("options", [{}, {"node_locality_delay": 2}, {"node_locality_delay": 1,
+                                                                        "rack_locality_additional_delay": 3}])
+def test_delay_shortcuts_decide_as_the_full_loop(options):
+    """Delay skips an ask that can place nothing on the node (not named there, not waited long enough) without
+    building its counts, and the batched path stops once the node's free memory is below every live ask's: the
+    same placements, at every level, as the full loop, per heartbeat and batched."""
+    cluster, hbs, arrivals = scenario(2, 6)
+    full = drive_single(Engine(_DelayWithoutShortcuts.make(**options)), cluster, hbs, arrivals)
+    assert len(full) >= 30 and {p[3] for p in full} >= {2, 4}
+    assert drive_single(Engine(create("delay", **options)), cluster, hbs, arrivals) == full
+    assert drive_batched(Engine(create("delay", **options)), cluster, hbs, arrivals, 8) == full

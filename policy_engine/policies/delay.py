@@ -15,7 +15,7 @@ from __future__ import annotations
 from policy_engine.locality import AskOnNode, place
 from policy_engine.policies.fifo import fifo_order, memory_floor
 from policy_engine.policy import SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, register
-from policy_engine.types import Assignment, Locality, ScheduleDecision, ScheduleObservation
+from policy_engine.types import ANY, Ask, Assignment, Locality, ScheduleDecision, ScheduleObservation
 
 
 @register("delay", "Delay scheduling: wait node-locality-delay heartbeats for node locality, then rack, then any",
@@ -48,9 +48,31 @@ class DelayPolicy(Policy):
         wait_factor = min(max(counts.unique_locations - 1, 0) / nodes, 1.0)
         return self._cap(counts.any * wait_factor, num_nodes) < missed
 
+    def _waits_here(self, ask: Ask, node, missed: int, rack_cap: float, num_nodes: int) -> bool:
+        """True when the ask can place nothing on this node now, told without building its counts: it is not
+        named on the node (no node-local container), has not waited long enough for rack-local, nor for
+        off-switch (allows(), with AskOnNode's "*" count). Most asks of a heartbeat are such (they wait)."""
+        if missed > rack_cap:
+            return False
+        host, node_id = node.host, node.node_id
+        any_count = ask.num_containers
+        for lr in ask.locality:
+            name = lr.resource_name
+            if (name == host or name == node_id) and lr.num_containers > 0:
+                return False
+            if name == ANY:
+                any_count = min(any_count, lr.num_containers)
+        if self.rack_locality_additional_delay > -1:
+            return not missed > self._cap(self.node_locality_delay + self.rack_locality_additional_delay, num_nodes)
+        nodes = num_nodes if num_nodes > 0 else 1
+        wait_factor = min(max(ask.unique_locations - 1, 0) / nodes, 1.0)
+        return not self._cap(any_count * wait_factor, num_nodes) < missed
+
     def schedule(self, obs: ScheduleObservation) -> ScheduleDecision:
-        free = obs.node.unallocated
+        node = obs.node
+        free = node.unallocated
         num_nodes = obs.cluster.num_nodes
+        rack_cap = self._cap(self.node_locality_delay, num_nodes)
         out: list[Assignment] = []
         floor = memory_floor(obs.asks)
         for ask in fifo_order(obs.asks):
@@ -58,7 +80,9 @@ class DelayPolicy(Policy):
                 break  # nothing left fits (FifoOrdered.memory_floor)
             if ask.num_containers <= 0 or not ask.resource.fits_in(free):
                 continue
-            counts = AskOnNode(ask, obs.node)
             missed = ask.scheduling_opportunities
+            if self._waits_here(ask, node, missed, rack_cap, num_nodes):
+                continue
+            counts = AskOnNode(ask, node)
             free, _ = place(out, counts, free, lambda level: self.allows(level, counts, missed, num_nodes))
         return ScheduleDecision(out)
