@@ -92,18 +92,19 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 epilog="Timing numbers depend on the machine's load: on a shared machine compare the "
                                        "modes of one run, not runs of different days.")
-    p.add_argument("--nodes", type=csv("node counts", int), default=[1000, 5000],
-                   help="simulated NodeManagers, comma-separated (default 1000,5000)")
-    p.add_argument("--scheduler", type=csv("schedulers"), default=["fifo", "capacity"],
-                   help=f"schedulers: {', '.join(SCHEDULERS)} (default both)")
-    p.add_argument("--policies", type=csv("policies"), default=["fifo", "delay"],
-                   help="engine policies, one engine case each (default fifo,delay)")
-    p.add_argument("--modes", type=csv("modes"), default=["native", "engine"],
-                   help="native, engine (one call per heartbeat), batched (ScheduleBatch per cycle); default "
-                        "native,engine")
-    p.add_argument("--seconds", type=int, default=30, help="measured seconds per case (default 30)")
-    p.add_argument("--warmup-seconds", type=int, default=15,
-                   help="seconds before measuring, for the cluster to fill up (default 15)")
+    p.add_argument("--nodes", type=csv("node counts", int), default=[1000, 5000, 10000],
+                   help="simulated NodeManagers, comma-separated (default 1000,5000,10000)")
+    p.add_argument("--scheduler", type=csv("schedulers"), default=list(SCHEDULERS),
+                   help=f"schedulers: {', '.join(SCHEDULERS)} (default all three)")
+    p.add_argument("--policies", type=csv("policies"), default=["fifo", "delay", "clqlmrs"],
+                   help="engine policies, one engine case each (default fifo,delay,clqlmrs)")
+    p.add_argument("--modes", type=csv("modes"), default=["native", "batched"],
+                   help="native, batched (ScheduleBatch per cycle, the plugin's default), engine (one Schedule "
+                        "call per heartbeat, yarnrl.engine.batch.enabled=false); default native,batched: the "
+                        "default matrix at --nodes 5000,10000 is 24 cases, ~25 min on 2 cores")
+    p.add_argument("--seconds", type=int, default=15, help="measured seconds per case (default 15)")
+    p.add_argument("--warmup-seconds", type=int, default=10,
+                   help="seconds before measuring, for the cluster to fill up (default 10)")
     p.add_argument("--lifetime-s", type=float, default=10.0,
                    help="mean container lifetime, uniform in [0.5, 1.5] x this (default 10)")
     p.add_argument("--hosts-per-task", type=int, default=3,
@@ -158,6 +159,8 @@ def engine_conf(scheduler: str, target: str, deadline_ms: int, batched: bool = F
         conf.append("yarn.scheduler.capacity.root.default.yarnrl.engine.enabled=true")
     if batched:  # a batch is many decisions: its deadline is at least the plugin's default (250 ms)
         conf += ["yarnrl.engine.batch.enabled=true", f"yarnrl.engine.batch.deadline-ms={max(deadline_ms, 250)}"]
+    else:  # one Schedule call per heartbeat (the batched path is the plugin's default)
+        conf.append("yarnrl.engine.batch.enabled=false")
     return conf
 
 
@@ -432,6 +435,14 @@ def plot_scaling(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def write_results(args, rows: list[dict], unavailable: list[dict], wall_s: float, done: bool) -> dict:
+    result = {"results": rows, "unavailable": unavailable, "load_average_1m": os.getloadavg()[0],
+              "cpus": os.cpu_count(), "seconds": args.seconds, "warmup_seconds": args.warmup_seconds,
+              "wall_s": wall_s, "complete": done}
+    (args.out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
 def main(argv=None) -> int:
     global PROGRESS
     args = parse_args(argv)
@@ -458,17 +469,18 @@ def main(argv=None) -> int:
         log(f"skipped: {u['scheduler']} engine at {u['nodes']} nodes: {u['reason']}")
     log(f"{len(cases)} cases, about {args.warmup_seconds + args.seconds} s of load each plus set-up")
     rows = []
-    for scheduler, mode, policy, nodes in cases:  # logs and per-case files under OUT/work (not kept in git)
+    started = time.monotonic()
+    for i, (scheduler, mode, policy, nodes) in enumerate(cases):  # logs, per-case files under OUT/work (not in git)
+        log(f"[case {i + 1}/{len(cases)}, {(time.monotonic() - started) / 60:.1f} min so far]")
         rows.append(run_case(args, args.out / "work", scheduler, mode, policy, nodes))
         log(f"    {rows[-1]['heartbeats_per_s']:.0f} heartbeats/s, {rows[-1]['containers_per_s']:.0f} containers/s, "
             f"queue p99 {rows[-1]['queue_p99']:.0f}, fallbacks {rows[-1]['fallbacks']} "
             f"({rows[-1]['case_seconds']:.0f} s)")
+        add_ratios(rows)  # written after every case: a run cut short keeps what it measured
+        write_results(args, rows, unavailable, time.monotonic() - started, done=False)
     add_ratios(rows)
     log(table(rows))
-    load = os.getloadavg()[0]
-    result = {"results": rows, "unavailable": unavailable, "load_average_1m": load, "cpus": os.cpu_count(),
-              "seconds": args.seconds, "warmup_seconds": args.warmup_seconds}
-    (args.out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    result = write_results(args, rows, unavailable, time.monotonic() - started, done=True)
     if args.plot and rows:
         try:
             plot(rows, args.out / "plugin_scale.png")
