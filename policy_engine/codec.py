@@ -773,36 +773,57 @@ _EVENT_FIELDS = {kind: tuple(f for f in dataclasses.fields(cls) if f.name not in
                  for kind, cls in EVENT_TYPES.items()}
 
 
-def decode_event(ev: pb.Event, where: str = "event") -> Event:
+_PLAIN, _RACK_CACHED, _LOCALITY, _TOTAL, _FLOAT = range(5)
+_EVENT_SPECS: dict[str, tuple[tuple[str, int], ...]] = {}  # per kind: (field, how it is read), from the descriptor
+_LOCALITIES = {int(v): v for v in Locality}
+
+
+def _event_spec(kind: str, msg) -> tuple[tuple[str, int], ...]:
+    spec = _EVENT_SPECS.get(kind)
+    if spec is None:
+        floats = {f.name for f in msg.DESCRIPTOR.fields if f.cpp_type in (f.CPPTYPE_DOUBLE, f.CPPTYPE_FLOAT)}
+        special = {"rack_cached": _RACK_CACHED, "locality": _LOCALITY, "total": _TOTAL}
+        spec = _EVENT_SPECS[kind] = tuple(
+            (f.name, special.get(f.name, _FLOAT if f.name in floats else _PLAIN)) for f in _EVENT_FIELDS[kind])
+    return spec
+
+
+def decode_event(ev: pb.Event, where: str | int = "event") -> Event:
+    """`where`: how errors name the event (an int i: "events[i]")."""
     kind = ev.WhichOneof("kind")
     if kind is None:
-        raise InvalidRequest(f"{where}: no event kind set")
+        raise InvalidRequest(f"{_where(where)}: no event kind set")
     cls = EVENT_TYPES.get(kind)
     if cls is None:  # a kind this engine's types do not know yet (a newer caller): refuse it by name
-        raise InvalidRequest(f"{where}: event kind {kind!r} is not supported by this engine")
+        raise InvalidRequest(f"{_where(where)}: event kind {kind!r} is not supported by this engine")
     msg = getattr(ev, kind)
     values = {}
-    for f in _EVENT_FIELDS[kind]:
-        v = getattr(msg, f.name)
-        if f.name == "rack_cached":  # optional: unset means unknown
-            v = v if msg.HasField("rack_cached") else None
-        elif f.name == "locality":
-            try:
-                v = Locality(v)
-            except ValueError:
-                raise InvalidRequest(f"{where}.{kind}.locality: unknown locality {v}") from None
-        elif f.name == "total":
-            v = _resource(v, f"{where}.{kind}.total")
-        elif isinstance(v, float):
-            v = _finite(v, f"{where}.{kind}.{f.name}")
-        values[f.name] = v
+    for name, how in _event_spec(kind, msg):
+        v = getattr(msg, name)
+        if how:
+            if how == _RACK_CACHED:  # optional: unset means unknown
+                v = v if msg.HasField("rack_cached") else None
+            elif how == _LOCALITY:
+                loc = _LOCALITIES.get(v)
+                if loc is None:
+                    raise InvalidRequest(f"{_where(where)}.{kind}.locality: unknown locality {v}")
+                v = loc
+            elif how == _TOTAL:
+                v = _resource(v, f"{_where(where)}.{kind}.total")
+            else:
+                v = _finite(v, f"{_where(where)}.{kind}.{name}")
+        values[name] = v
     return cls(timestamp_ms=ev.timestamp_ms, decision_id=ev.decision_id, **values)
+
+
+def _where(where: str | int) -> str:
+    return f"events[{where}]" if isinstance(where, int) else where
 
 
 def decode_events(events) -> list[Event]:
     if len(events) > MAX_EVENTS:
         raise InvalidRequest(f"events: {len(events)} exceed the limit of {MAX_EVENTS}")
-    return [decode_event(ev, f"events[{i}]") for i, ev in enumerate(events)]
+    return [decode_event(ev, i) for i, ev in enumerate(events)]
 
 
 def encode_event(event: Event) -> pb.Event:

@@ -236,6 +236,7 @@ class EngineMetrics:
         self._decided: dict[tuple[str, str], Any] = {}
         self._placed: dict[Locality, Any] = {}
         self._asks: dict[bool, Any] = {}
+        self._reported: dict[str, Any] = {}
 
     def decided(self, rpc: str, policy: str) -> None:
         child = self._decided.get((rpc, policy))
@@ -248,6 +249,17 @@ class EngineMetrics:
         if child is None:
             child = self._asks[blocks] = self.asks.labels("yes" if blocks else "no")
         child.inc(n)
+
+    def reported(self, events: list) -> None:
+        """yarnrl_report_events by kind, one increment per kind of the batch."""
+        kinds: dict[str, int] = {}
+        for ev in events:
+            kinds[ev.kind] = kinds.get(ev.kind, 0) + 1
+        for kind, n in kinds.items():
+            child = self._reported.get(kind)
+            if child is None:
+                child = self._reported[kind] = self.reports.labels(kind)
+            child.inc(n)
 
     def placed(self, locality: Locality, n: int) -> None:
         child = self._placed.get(locality)
@@ -513,13 +525,13 @@ class Engine:
         opportunities = self.state.opportunities
         deeprm = self.state.deeprm
         m = self.metrics
+        if m is not None:
+            m.reported(events)
         for ev in events:
             if opportunities is not None and isinstance(ev, JobFinished) and ev.job_id:
                 opportunities.forget_application(ev.job_id)
             if deeprm is not None:
                 deeprm.event(ev)
-            if m is not None:
-                m.reports.labels(ev.kind).inc()
             for annotate in self.event_annotators:
                 annotate(ev)
             if self._shadow is not None:  # after the labeler: YARN's placement with the engine's read level
