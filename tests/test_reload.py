@@ -17,7 +17,7 @@ from heartbeats import map_ask, node, observe
 
 from policy_engine.codec import encode_schedule
 from policy_engine.waiting import wait_until
-from policy_engine.policies.clqlmrs import ClqlmrsPolicy
+from algorithms.clqlmrs.policy import ClqlmrsPolicy
 
 REPO = Path(__file__).resolve().parents[1]
 RL_FC_MODEL = REPO / "models" / "rl-fc-uniform.safetensors"
