@@ -31,7 +31,8 @@ threads).
 Needs Java 17 and Maven (the plugin and its test classes are built on first use) and `make install`. Run it under
 `nice -n 10` on a shared machine:
 
-    .venv/bin/python benchmarks/plugin_scale.py --nodes 1000,5000 --scheduler fifo,capacity --policies fifo,delay
+    .venv/bin/python benchmarks/plugin_scale.py --nodes 5000,10000    # issue 24's matrix: 24 cases, ~25 min
+    .venv/bin/python benchmarks/plugin_scale.py --nodes 1000 --modes native,engine,batched --policies fifo
 """
 
 from __future__ import annotations

@@ -485,6 +485,8 @@ class BatchScheduler:
                 # (its answer would be empty and the opportunity counts unchanged).
                 results.append(NodeResult(node.node_id, rid, engine.next_decision_id()))
                 idle += 1
+                if engine.metrics is not None:  # an answer ("nothing") like any other: counted as a decision
+                    engine.metrics.decided("schedule", policy.name)
                 continue
             host, node_id, rack = node.host, node.node_id, node.rack
             hk, nk = pos.get(host), pos.get(node_id)

@@ -101,11 +101,16 @@ def test_nodes_without_room_are_answered_without_a_policy_call():
     nodes = [Node(f"h{i}:1", f"h{i}", "/r1", Resource(8192, 8), Resource(512 if i % 2 else 4096, 8))
              for i in range(6)]
     asks = [Ask("a", "application_1_0001", resource=Resource(1024, 1), num_containers=100, submit_time_ms=1)]
-    engine = Engine(create("fifo"))
+    from policy_engine.engine import EngineMetrics
+
+    engine = Engine(create("fifo"), EngineMetrics())
     d = BatchScheduler(engine).decide(decode_batch(encode_batch(nodes, asks, ClusterSummary())))
     assert d.idle_nodes == 3
     assert [sum(a.count for a in r.assignments) for r in d.results] == [4, 0, 4, 0, 4, 0]
     assert all(r.decision_id for r in d.results)
+    # every answered node is a decision on the engine's counter, as the plugin counts it (EngineDecisions)
+    assert engine.metrics.registry.get_sample_value("yarnrl_decisions_total",
+                                                    {"rpc": "schedule", "policy": "fifo"}) == 6
 
 
 def test_large_batch_hands_the_loop_back_between_slices():
