@@ -410,27 +410,33 @@ def plot(rows: list[dict], path: Path) -> None:
 
 
 def plot_scaling(rows: list[dict], path: Path) -> None:
-    """Engine-decided share and containers/s (as a ratio to native) against node count, one line per engine case:
-    where the engine saturates shows as the share falling while the ratio holds (the plugin falls back)."""
+    """Engine-decided share, containers/s (as a ratio to native) and the engine's CPU per decision against node
+    count, one line per engine case: where the engine saturates shows as the share falling while the ratio holds
+    (the plugin falls back)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     for lab in dict.fromkeys(case_label(r) for r in rows if r["mode"] in ENGINE_MODES):
         case = sorted((r for r in rows if case_label(r) == lab), key=lambda r: r["nodes"])
         xs = [r["nodes"] for r in case]
-        axes[0].plot(xs, [r.get("engine_decided_share", 0) for r in case], "o-", label=lab)
-        axes[1].plot(xs, [r.get("containers_ratio", float("nan")) for r in case], "o-", label=lab)
+        style = "o-" if case[0]["mode"] == "batched" else "x:"
+        axes[0].plot(xs, [r.get("engine_decided_share", 0) for r in case], style, label=lab)
+        axes[1].plot(xs, [r.get("containers_ratio", float("nan")) for r in case], style, label=lab)
+        axes[2].plot(xs, [r.get("engine_cpu_us_per_decision", float("nan")) for r in case], style, label=lab)
     axes[0].axhline(0.95, color="grey", ls="--", lw=1)
     axes[1].axhline(0.9, color="grey", ls="--", lw=1)
+    axes[2].axhline(30, color="grey", ls="--", lw=1)
     axes[0].set_ylim(0, 1.05)
+    axes[2].set_yscale("log")
     axes[0].set_title("engine-decided share of containers (goal >= 0.95)")
     axes[1].set_title("containers/s, engine / native (goal >= 0.9)")
+    axes[2].set_title("engine CPU per decision, us (goal <= 30)")
     for ax in axes:
         ax.set_xlabel("simulated NodeManagers (1 heartbeat/s each)")
-        ax.legend(fontsize=8)
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
