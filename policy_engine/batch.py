@@ -38,6 +38,8 @@ from google.protobuf.message import DecodeError
 
 from policy_engine.codec import (
     MAX_ASKS,
+    MAX_CONTAINERS_PER_ASK,
+    MAX_LOCALITY_NAMES,
     InvalidRequest,
     _apply_calculator,
     _ask,
@@ -239,11 +241,15 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
     for i, a in enumerate(req.asks):
         try:
             raw = None if cache is None else raw_asks[i] if raw_asks is not None else a.SerializeToString()
-            ask = cache.get(raw) if raw is not None else None
+            key = stable_ask_key(raw) if raw is not None else None
+            ask = cache.get(key) if key is not None else None
             if ask is None:
                 ask = _ask(a, i, _NO_IDS)
-                if raw is not None:
-                    cache.put(raw, ask)
+                if key is not None:
+                    cache.put(key, ask)
+            elif not (0 <= a.num_containers <= MAX_CONTAINERS_PER_ASK
+                      and 0 <= a.locality_names <= MAX_LOCALITY_NAMES):
+                _ask(a, i, _NO_IDS)  # raises, naming the field
             if ask.ask_id in ids:
                 raise InvalidRequest(f"asks[{i}].ask_id: duplicate id {ask.ask_id!r}")
         except InvalidRequest as e:
@@ -252,7 +258,8 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
         ids.add(ask.ask_id)
         c = len(batch.asks)
         column[i] = c
-        batch.asks.append(BatchAsk(ask, c, a.partition, ask.num_containers, ask.relax_locality, ask.locality_names))
+        # the count and the name count from this message (a cached ask may have been decoded with others)
+        batch.asks.append(BatchAsk(ask, c, a.partition, a.num_containers, ask.relax_locality, a.locality_names))
         for lr in ask.locality:  # entries sent inside the ask (the per-heartbeat layout)
             row = name_pos.get(lr.resource_name)
             if row is None:
@@ -335,6 +342,64 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
 
 
 _NO_IDS: frozenset[str] = frozenset()
+# ResourceAsk fields a batch reads from the message itself, not from the decoded (cached) Ask: num_containers (9),
+# queue_path (40), user_headroom (41), partition (42), locality_names (43). The plugin sends a new count (and often a
+# new headroom) with nearly every batch; keyed without them, an ask keeps its decoded Ask, and so its node views,
+# across batches.
+_PER_BATCH_ASK_FIELDS = frozenset({9, 40, 41, 42, 43})
+
+
+def stable_ask_key(raw: bytes) -> bytes:
+    """An ask's cache key: its serialized bytes less the fields read per batch (_PER_BATCH_ASK_FIELDS); the bytes
+    as they are when the walk meets anything unexpected (then the ask is only cached while it does not change)."""
+    cut: list[tuple[int, int]] = []
+    pos, end = 0, len(raw)
+    try:
+        while pos < end:
+            start = pos
+            tag = raw[pos]
+            pos += 1
+            if tag & 0x80:
+                b = raw[pos]
+                pos += 1
+                if b & 0x80:
+                    return raw
+                tag = (tag & 0x7F) | (b << 7)
+            wire = tag & 7
+            if wire == 0:
+                while raw[pos] & 0x80:
+                    pos += 1
+                pos += 1
+            elif wire == 2:
+                size = shift = 0
+                while True:
+                    b = raw[pos]
+                    pos += 1
+                    size |= (b & 0x7F) << shift
+                    if not b & 0x80:
+                        break
+                    shift += 7
+                    if shift > 28:
+                        return raw
+                pos += size
+            elif wire == 1:
+                pos += 8
+            elif wire == 5:
+                pos += 4
+            else:
+                return raw
+            if tag >> 3 in _PER_BATCH_ASK_FIELDS:
+                cut.append((start, pos))
+    except IndexError:
+        return raw
+    if pos != end or not cut:
+        return raw
+    parts, last = [], 0
+    for a, b in cut:
+        parts.append(raw[last:a])
+        last = b
+    parts.append(raw[last:])
+    return b"".join(parts)
 
 
 def split_batch_asks(data: bytes) -> list[bytes] | None:

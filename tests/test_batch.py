@@ -375,3 +375,31 @@ def test_delay_shortcuts_decide_as_the_full_loop(options):
     assert len(full) >= 30 and {p[3] for p in full} >= {2, 4}
     assert drive_single(Engine(create("delay", **options)), cluster, hbs, arrivals) == full
     assert drive_batched(Engine(create("delay", **options)), cluster, hbs, arrivals, 8) == full
+
+
+def test_an_ask_keeps_its_decoded_form_while_only_its_count_changes():
+    """The plugin sends each ask's live count (and often a new headroom and name count) in every batch: the engine
+    keeps the decoded ask (and so its node views) across such batches, reads the count from the message, and
+    still refuses a count out of range."""
+    nodes = [Node(f"h{i}:1", f"h{i}", "/r1", Resource(8192, 8), Resource(4096, 4)) for i in range(2)]
+    ask = Ask("a", "application_1_0001", resource=Resource(1024, 1), num_containers=9, submit_time_ms=1,
+              locality_names=3)
+    scheduler = BatchScheduler(Engine(create("fifo")))
+
+    def batch(count: int, headroom: int, names: int):
+        req = encode_batch(nodes, [ask], ClusterSummary(), f"b{count}")
+        req.asks[0].num_containers, req.asks[0].locality_names = count, names
+        req.asks[0].user_headroom.memory_mb = headroom
+        return scheduler.decode(req, req.SerializeToString())
+
+    first, second = batch(9, 5000, 3), batch(5, 1000, 2)
+    assert second.asks[0].ask is first.asks[0].ask  # decoded once
+    assert (second.asks[0].any, second.asks[0].names) == (5, 2)
+    assert [sum(a.count for a in r.assignments) for r in scheduler.decide(second).results] == [4, 1]
+    third = batch(2, 1000, 2)
+    assert [sum(a.count for a in r.assignments) for r in scheduler.decide(third).results] == [2, 0]
+    refused = batch(-1, 1000, 2)
+    assert refused.asks == [] and "asks[0]" in refused.ask_errors[0][2]
+    other = encode_batch(nodes, [ask], ClusterSummary(), "other")
+    other.asks[0].priority = 7  # a field of the ask itself: decoded anew
+    assert scheduler.decode(other, other.SerializeToString()).asks[0].ask is not first.asks[0].ask
