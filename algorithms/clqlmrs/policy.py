@@ -33,7 +33,6 @@ Options (`policy-engine serve --policy clqlmrs --set KEY=VALUE`):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,19 +52,49 @@ from algorithms.clqlmrs.encoding import (
 )
 from algorithms.clqlmrs.model import ClqlmrsModel, ModelView
 from policy_engine.locality import AskOnNode, add_assignment, place
-from policy_engine.policies.fifo import fifo_order
+from policy_engine.policies.fifo import fifo_order, memory_floor
 from policy_engine.policy import ONLINE_LEARNING, SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, register
 from policy_engine.qlearning import QTable
 from policy_engine.types import Assignment, Locality, ScheduleDecision, ScheduleObservation
 
 
-@dataclass(slots=True)
 class _Candidate:
-    ask: Any
-    view: AskOnNode
-    cached: float
-    n_tasks: int
-    counts: list[int]  # the job's pending blocks on this node by state, minus those launched this heartbeat
+    """An ask with a locality preference on this node. Its counts, cached fraction, task count and block states
+    are worked out when first read: most candidates of a heartbeat are never looked at (the first PLACE in FIFO
+    order ends the pass, and nothing more fits once the node is full). Nothing they are made of changes before."""
+
+    __slots__ = ("ask", "node", "_view", "_cached", "_counts")
+
+    def __init__(self, ask, node):
+        self.ask, self.node = ask, node
+        self._view = self._cached = self._counts = None
+
+    @property
+    def view(self) -> AskOnNode:
+        v = self._view
+        if v is None:
+            v = self._view = AskOnNode(self.ask, self.node)
+        return v
+
+    @property
+    def cached(self) -> float:
+        c = self._cached
+        if c is None:
+            c = self._cached = cached_fraction(self.ask)
+        return c
+
+    @property
+    def n_tasks(self) -> int:
+        ask = self.ask
+        return max(len(ask.job.input_blocks) if ask.job is not None else 0, ask.num_containers)
+
+    @property
+    def counts(self) -> list[int]:
+        """The job's pending blocks on this node by state, minus those launched this heartbeat."""
+        c = self._counts
+        if c is None:
+            c = self._counts = _state_counts(self.ask, self.node)
+        return c
 
 
 def _state_counts(ask, node) -> list[int]:
@@ -150,15 +179,16 @@ class ClqlmrsPolicy(Policy):
         free = node.unallocated
         out: list[Assignment] = []
         learned: list[_Candidate] = []
+        floor = memory_floor(obs.asks)
         for ask in fifo_order(obs.asks):
+            if free.memory_mb < floor:
+                break  # nothing left fits (FifoOrdered.memory_floor): no placement, no candidate to look at
             if ask.num_containers <= 0:
                 continue
-            counts = AskOnNode(ask, node)
             if has_locality_preference(ask):
-                n_tasks = max(len(ask.job.input_blocks) if ask.job is not None else 0, ask.num_containers)
-                learned.append(_Candidate(ask, counts, cached_fraction(ask), n_tasks, _state_counts(ask, node)))
+                learned.append(_Candidate(ask, node))
                 continue
-            free, _ = place(out, counts, free)  # no input to be local to: FIFO's placement
+            free, _ = place(out, AskOnNode(ask, node), free)  # no input to be local to: FIFO's placement
         rng = rng_for(self.config.seed, obs) if view.epsilon > 0 else None
         if self.model.encoding.mode == "paper":
             steps = self._paper(obs, view, learned, free, out, rng)
