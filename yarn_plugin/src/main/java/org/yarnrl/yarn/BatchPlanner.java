@@ -62,7 +62,7 @@ final class BatchPlanner implements AutoCloseable {
   static final String MAX_NODES = "yarnrl.engine.batch.max-nodes";
   static final String DEADLINE_MS = "yarnrl.engine.batch.deadline-ms";
   static final String PLAN_MAX_AGE_MS = "yarnrl.engine.batch.plan-max-age-ms";
-  static final boolean DEFAULT_ENABLED = true;
+  static final boolean DEFAULT_ENABLED = false;
   static final long DEFAULT_INTERVAL_MS = 10;
   static final int DEFAULT_MAX_NODES = 512;
   static final long DEFAULT_DEADLINE_MS = 250;

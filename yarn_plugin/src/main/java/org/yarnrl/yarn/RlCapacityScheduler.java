@@ -76,9 +76,10 @@ import org.yarnrl.v1.NodeRemoved;
  * room on a heartbeat is shadowed from its next one. {@code yarn rmadmin -refreshQueues} switches modes, no restart.
  *
  * <p>Asynchronous scheduling ({@code yarn.scheduler.capacity.schedule-asynchronously.enable}, on by default in
- * 3.5.0, and left as configured) allocates from CapacityScheduler's own threads outside node updates: heartbeats
- * still ask the engine and each answer becomes its node's plan until the node's next answer, applied by those
- * threads and committed by tryCommit ({@code asyncNodeUpdate}). With it off, answers are applied in node updates.
+ * 3.5.0) allocates from CapacityScheduler's own threads outside node updates: with an engine address set it is
+ * turned off unless yarn-site.xml sets it explicitly. When it is on, heartbeats still ask the engine and each answer
+ * becomes its node's plan until the node's next heartbeat, applied by those threads and committed by tryCommit
+ * ({@code asyncNodeUpdate}).
  */
 public class RlCapacityScheduler extends CapacityScheduler {
   private static final Logger LOG = LoggerFactory.getLogger(RlCapacityScheduler.class);
@@ -120,6 +121,15 @@ public class RlCapacityScheduler extends CapacityScheduler {
 
   @Override
   public void serviceInit(Configuration conf) throws Exception {
+    // CapacityScheduler 3.5.0 schedules asynchronously by default, from its own threads outside node updates; the
+    // engine's answers are applied in node updates, so with an engine configured it is off unless yarn-site.xml
+    // sets it explicitly (then the engine is not used, see below)
+    if (!conf.getTrimmed(RlScheduler.ENGINE_ADDRESS, "").isEmpty()
+        && conf.get(CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE) == null) {
+      conf.setBoolean(CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE, false);
+      LOG.info("RlCapacityScheduler: {}=false (engine answers are applied in node updates)",
+          CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE);
+    }
     usePlacementAllocator(conf);
     RMContext context = getRMContext();
     if (context != null && context.getYarnConfiguration() != null && context.getYarnConfiguration() != conf) {

@@ -247,8 +247,8 @@ class RlCapacitySchedulerTest {
     conf.set(RlScheduler.ENGINE_ADDRESS, "127.0.0.1:" + EngineProcess.freePort());
     try (MockCluster c = new MockCluster(conf, 1, NODE_MB, 8)) {
       RlCapacityScheduler cs = (RlCapacityScheduler) c.rm.getResourceScheduler();
-      // asynchronous scheduling is left as Hadoop 3.5.0 ships it (on) when nobody set it, engine or not
-      assertTrue(cs.getConfiguration().getScheduleAynschronously());
+      // asynchronous scheduling (3.5.0's default) is turned off when an engine is configured and nobody set it
+      assertFalse(cs.getConfiguration().getScheduleAynschronously());
       assertTrue(cs.isEngineQueue("root.analytics"));
       assertTrue(cs.isEngineQueue("root.analytics.etl"));
       assertFalse(cs.isEngineQueue("root.analytics.adhoc"));
