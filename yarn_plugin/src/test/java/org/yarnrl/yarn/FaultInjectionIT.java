@@ -94,9 +94,6 @@ class FaultInjectionIT {
     // slow case adds 500 ms each way, far past it
     settings.setLong(RlScheduler.DEADLINE_MS, Long.getLong("yarnrl.it.fault-deadline-ms", 250));
     settings.setLong(RlScheduler.BREAKER_OPEN_MS, 2000);
-    // per heartbeat: the proxy swaps in fake engines that answer only Schedule (the batched path's faults: the
-    // MockRM tests BatchedPathTest and BatchedCapacityTest)
-    settings.setBoolean(BatchPlanner.ENABLED, false);
     settings.setLong(EngineFailover.HEALTH_INTERVAL_MS, 500);
     settings.setLong(EngineFailover.FAILBACK_MS, FAILBACK_MS);
     long t0 = System.nanoTime();

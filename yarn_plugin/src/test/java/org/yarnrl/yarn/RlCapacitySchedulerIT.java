@@ -54,8 +54,7 @@ class RlCapacitySchedulerIT {
           Thread.sleep(100);
         }
         assertEquals("OK", m.getHandshakeState(), m.toString());
-        // the defaults: CapacityScheduler's asynchronous scheduling as Hadoop 3.5.0 ships it (on), the batched path
-        assertTrue(cs.getConfiguration().getScheduleAynschronously(), "asynchronous scheduling turned off");
+        assertTrue(!cs.getConfiguration().getScheduleAynschronously(), "asynchronous scheduling left on");
 
         Configuration jobConf = new Configuration(cluster.jobConf());
         jobConf.set(MRJobConfig.QUEUE_NAME, "analytics");
@@ -68,8 +67,6 @@ class RlCapacitySchedulerIT {
         assertTrue(m.getEngineContainers() > 0, m.toString());
         assertTrue(m.getEngineContainers() + m.getNativeContainers() >= 4, m.toString()); // AM, 2 maps, reduce
         assertTrue(engine.metric("yarnrl_decisions_total", "rpc=\"schedule\"") >= m.getEngineDecisions());
-        assertEquals("ON", m.getBatchState(), m.toString());
-        assertTrue(m.getBatches() > 0, m.toString());
         assertEquals("root.analytics",
             ((CapacityScheduler) cs).getQueue("analytics").getQueuePath());
       }

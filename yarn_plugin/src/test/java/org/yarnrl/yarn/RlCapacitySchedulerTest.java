@@ -52,8 +52,7 @@ class RlCapacitySchedulerTest {
     YarnConfiguration conf = new YarnConfiguration();
     conf.set(YarnConfiguration.RM_SCHEDULER, schedulerClass);
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 1024);
-    // on by default in 3.5.0: off here, where answers are applied in node updates (asynchronous scheduling with the
-    // engine: BatchedCapacityTest, RlCapacitySchedulerIT)
+    // on by default in 3.5.0; RlCapacityScheduler turns it off itself, plain CapacityScheduler is compared with it off
     conf.setBoolean("yarn.scheduler.capacity.schedule-asynchronously.enable", false);
     conf.set("yarn.scheduler.capacity.root.queues", "analytics,default");
     for (String q : new String[] {"analytics", "default"}) {
