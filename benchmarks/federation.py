@@ -7,12 +7,14 @@
 The stream is the emulator's own: `generate(jobs, RL-FC's PATTERN, RL-FC's job profile, 5 clusters, seed)`
 (emulator/multicluster/workload.py), so the emulator's prediction is for exactly these jobs. Each emulated job
 becomes one real MapReduce sleep job, submitted through the Router at its arrival time:
-  * arrival step * --arrival-seconds (default 0.75 s per step);
+  * (arrival step - the first job's) * --arrival-seconds (default 0.75 s per step): the stream starts at once;
   * maps = the job's mean executor request / --executors-per-map (default 120), 1..3 maps;
   * map time = one execution's run time in steps * --task-seconds (default 0.25 s per step); a streaming job
     runs one batch (its first execution);
   * tags: yarnrl.category, yarnrl.deadline-ms (time-critical and streaming: the job's optimal real run time *
-    its emulated deadline / run time ratio), yarnrl.expected-runtime-ms, yarnrl.executors.
+    its emulated deadline / run time ratio), yarnrl.expected-runtime-ms, yarnrl.executors;
+  * the client, ApplicationMaster and map JVMs run with --jvm-opts (default C1 only and the serial collector):
+    each job starts 2-5 short-lived JVMs, and on 2 cores their JIT and GC threads are most of the CPU a stream uses.
 The job's optimal real run time OR = map time + the overhead of one job alone (measured first: a 1-map job of
 1 s on the idle federation). From the RMs' start and finish times (each job looked up on the RM that ran it):
 AR, deadline misses (AR > deadline), TMDL = their total, AJDR = mean 100 * (AR / OR - 1), AJER = mean
@@ -78,6 +80,7 @@ def workload(args):
 
 def real_jobs(w, args, overhead_s: float) -> list[dict]:
     jobs = []
+    first = float(np.min(w.arrival)) if w.n_jobs else 0.0
     for j in range(w.n_jobs):
         cat = int(w.category[j])
         mean_exec = float(np.mean(w.base_distribution[j]))
@@ -88,7 +91,7 @@ def real_jobs(w, args, overhead_s: float) -> list[dict]:
         deadline_ratio = float(w.deadline[j]) / max(1, run_steps) if w.deadline[j] > 0 else 0.0
         deadline_s = optimal * deadline_ratio if deadline_ratio > 0 else 0.0
         jobs.append({
-            "index": j, "category": CATEGORIES.get(cat, "regular"), "arrival_s": float(w.arrival[j]) * args.arrival_seconds,
+            "index": j, "category": CATEGORIES.get(cat, "regular"), "arrival_s": (float(w.arrival[j]) - first) * args.arrival_seconds,
             "maps": maps, "map_s": map_s, "optimal_s": optimal, "deadline_s": deadline_s,
             "tags": ",".join([f"yarnrl.category={CATEGORIES.get(cat, 'regular')}",
                               f"yarnrl.executors={maps}", f"yarnrl.expected-runtime-ms={int(map_s * 1000)}"]
@@ -98,9 +101,14 @@ def real_jobs(w, args, overhead_s: float) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------------- real runs
-def submit(fed, name: str, job: dict, log: Path) -> subprocess.Popen:
-    cmd = ["docker", "exec", fed.spec.container("client"), "timeout", "900", "hadoop", "jar", EXAMPLES_JAR,
-           f"-Dmapreduce.job.tags={job['tags']}", f"-Dmapreduce.job.name={name}",
+TASK_JVM = "-Xmx320m -Djava.net.preferIPv4Stack=true"  # docker/hadoop/conf/mapred-site.xml.in's, kept
+
+
+def submit(fed, name: str, job: dict, log: Path, jvm_opts: str = "") -> subprocess.Popen:
+    opts = f"{TASK_JVM} {jvm_opts}".strip()
+    cmd = ["docker", "exec", "-e", f"HADOOP_CLIENT_OPTS={jvm_opts}", fed.spec.container("client"), "timeout", "900",
+           "hadoop", "jar", EXAMPLES_JAR, f"-Dmapreduce.job.tags={job['tags']}", f"-Dmapreduce.job.name={name}",
+           f"-Dyarn.app.mapreduce.am.command-opts={opts}", f"-Dmapreduce.map.java.opts={opts}",
            "-m", str(job["maps"]), "-r", "0", "-mt", str(int(job["map_s"] * 1000))]
     return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
@@ -138,9 +146,10 @@ class UtilisationSampler(threading.Thread):
                 pass
 
 
-def run_one_job_alone(fed, tmp: Path) -> float:
+def run_one_job_alone(fed, tmp: Path, jvm_opts: str = "") -> float:
     """Elapsed minus map time of a 1-map, 1-second job on the idle federation: the per-job overhead."""
-    p = submit(fed, "fed-calibration", {"tags": "yarnrl.category=regular", "maps": 1, "map_s": 1.0}, tmp / "calib.log")
+    p = submit(fed, "fed-calibration", {"tags": "yarnrl.category=regular", "maps": 1, "map_s": 1.0}, tmp / "calib.log",
+               jvm_opts)
     p.wait(timeout=600)
     m = APP_ID.search((tmp / "calib.log").read_text())
     if not m:
@@ -179,7 +188,7 @@ def run_policy(fed, policy: str, jobs: list[dict], args, tmp: Path) -> dict:
         if delay > 0:
             time.sleep(delay)
         log = tmp / f"{policy}-{job['index']}.log"
-        procs.append((job, log, submit(fed, f"fed-{policy}-{job['index']}", job, log)))
+        procs.append((job, log, submit(fed, f"fed-{policy}-{job['index']}", job, log, args.jvm_opts)))
     for _, _, p in procs:
         try:
             p.wait(timeout=max(60.0, args.job_timeout - (time.monotonic() - t0)))
@@ -359,6 +368,8 @@ def main(argv=None) -> int:
     ap.add_argument("--task-seconds", type=float, default=0.25, help="real seconds per emulated run-time step")
     ap.add_argument("--executors-per-map", type=float, default=120.0,
                     help="emulated executors per real map (the jobs' 50-350 executors -> 1-3 maps)")
+    ap.add_argument("--jvm-opts", default="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+                    help="extra options of the client, ApplicationMaster and map JVMs ('' for the JVM's defaults)")
     ap.add_argument("--job-timeout", type=float, default=1800.0, help="seconds for a policy's whole stream")
     ap.add_argument("--predict-only", action="store_true", help="only the emulator's prediction (no federation)")
     ap.add_argument("--buffer-study", type=int, default=0, metavar="EPISODES",
@@ -389,7 +400,7 @@ def main(argv=None) -> int:
     fed.restart_router(router_settings("maf", args))
     fed.restart_engine("maf")
     wait_router_policy(fed)
-    overhead = run_one_job_alone(fed, tmp)
+    overhead = run_one_job_alone(fed, tmp, args.jvm_opts)
     print(f"[federation] per-job overhead (1-map 1 s job alone): {overhead:.1f} s", file=sys.stderr)
     jobs = real_jobs(w, args, overhead)
     runs = []
