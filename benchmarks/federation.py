@@ -7,7 +7,7 @@
 The stream is the emulator's own: `generate(jobs, RL-FC's PATTERN, RL-FC's job profile, 5 clusters, seed)`
 (emulator/multicluster/workload.py), so the emulator's prediction is for exactly these jobs. Each emulated job
 becomes one real MapReduce sleep job, submitted through the Router at its arrival time:
-  * (arrival step - the first job's) * --arrival-seconds (default 0.75 s per step): the stream starts at once;
+  * (arrival step - the first job's) * --arrival-seconds (default 1.5 s per step): the stream starts at once;
   * maps = the job's mean executor request / --executors-per-map (default 120), 1..3 maps;
   * map time = one execution's run time in steps * --task-seconds (default 0.25 s per step); a streaming job
     runs one batch (its first execution);
@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -146,6 +147,17 @@ class UtilisationSampler(threading.Thread):
                 pass
 
 
+def containers_cpu_seconds(fed) -> float | None:
+    """CPU seconds the federation's containers have used so far (Docker's counters; None where unreadable)."""
+    try:
+        total = 0
+        for c in fed.containers():
+            total += c.stats(stream=False, one_shot=True)["cpu_stats"]["cpu_usage"]["total_usage"]
+        return total / 1e9
+    except Exception:  # noqa: BLE001 - the CPU figure is context for the numbers, not a reason to stop the run
+        return None
+
+
 def run_one_job_alone(fed, tmp: Path, jvm_opts: str = "") -> float:
     """Elapsed minus map time of a 1-map, 1-second job on the idle federation: the per-job overhead."""
     p = submit(fed, "fed-calibration", {"tags": "yarnrl.category=regular", "maps": 1, "map_s": 1.0}, tmp / "calib.log",
@@ -182,6 +194,7 @@ def run_policy(fed, policy: str, jobs: list[dict], args, tmp: Path) -> dict:
     sampler = UtilisationSampler(fed)
     sampler.start()
     procs = []
+    cpu0, load0 = containers_cpu_seconds(fed), os.getloadavg()[0]
     t0 = time.monotonic()
     for job in tqdm(jobs, desc=f"federation {policy}", unit="job", file=sys.stderr):
         delay = job["arrival_s"] - (time.monotonic() - t0)
@@ -195,6 +208,7 @@ def run_policy(fed, policy: str, jobs: list[dict], args, tmp: Path) -> dict:
         except subprocess.TimeoutExpired:
             p.kill()
     wall = time.monotonic() - t0
+    cpu1, load1 = containers_cpu_seconds(fed), os.getloadavg()[0]
     sampler.stop_event.set()
     sampler.join()
     jmx = fed.router_jmx()
@@ -208,7 +222,11 @@ def run_policy(fed, policy: str, jobs: list[dict], args, tmp: Path) -> dict:
             row.update(rec)
             row["ar_s"] = (rec["finished"] - rec["started"]) / 1000.0 if rec["finished"] else None
         rows.append(row)
-    return summarise(policy, rows, sampler.samples, jmx, wall)
+    out = summarise(policy, rows, sampler.samples, jmx, wall)
+    # how busy the 2 cores were: the federation's own CPU use and the machine's load (other work included)
+    out["cpu_s"] = round(cpu1 - cpu0, 1) if cpu0 is not None and cpu1 is not None else None
+    out["load_average"] = [round(load0, 1), round(load1, 1)]
+    return out
 
 
 def summarise(policy: str, rows: list[dict], util: dict[str, list[float]], jmx: dict, wall: float) -> dict:
@@ -232,7 +250,8 @@ def summarise(policy: str, rows: list[dict], util: dict[str, list[float]], jmx: 
                                            "FallbacksTimeout", "FallbacksUnavailable", "FallbacksError",
                                            "FallbacksInvalidAnswer", "FallbacksPaddingChosen",
                                            "FallbacksBreakerOpen", "DecisionMicrosP50", "DecisionMicrosP99",
-                                           "DecisionMicrosMax")},
+                                           "DecisionMicrosMax", "StateStoreMicrosP50", "StateStoreMicrosP99",
+                                           "EngineMicrosP50", "EngineMicrosP99")},
         "wall_s": round(wall, 1), "rows": rows,
     }
 
@@ -339,10 +358,11 @@ def write_report(result: dict, out: Path) -> None:
     pols = [r["policy"] for r in result["runs"]]
     lines = [f"Real federation ({result['federation']}), {result['jobs']} jobs, pattern {result['pattern']}, "
              f"seed {result['seed']}; per-job overhead {result['overhead_s']:.1f} s. Emulator prediction in "
-             "brackets (same jobs, the model's 5-cluster federation).", "",
+             "brackets (same jobs, the model's 5-cluster federation). CPU s: the federation's containers during the "
+             "stream; load: the machine's 1-minute load average at its start and end.", "",
              "| policy | TMDL | AJDR % | AJER % | missed reg / tc / str | succeeded | jobs per sub-cluster | "
-             "utilisation | engine decisions | fallbacks | decision ms p50 / p99 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "utilisation | engine decisions | fallbacks | decision ms p50 / p99 | wall s | CPU s | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["runs"]:
         p = r["prediction"]
         mc, pc = r["missed_per_category"], p["missed_per_category"]
@@ -353,7 +373,8 @@ def write_report(result: dict, out: Path) -> None:
                      f"{r['ajer']:.1f} ({p['ajer']:.1f}) | {mc['regular']}/{mc['time-critical']}/{mc['streaming']} "
                      f"({pc['regular']}/{pc['time-critical']}/{pc['streaming']}) | {r['succeeded']}/{r['jobs']} | "
                      f"{r['jobs_per_subcluster']} | {util} | {ro.get('EngineDecisions')} | "
-                     f"{ro.get('FallbacksTotal')} | {p50:.1f} / {p99:.1f} |")
+                     f"{ro.get('FallbacksTotal')} | {p50:.1f} / {p99:.1f} | {r['wall_s']:.0f} | {r.get('cpu_s')} | "
+                     f"{'-'.join(str(x) for x in r.get('load_average', []))} |")
     pa = result["pair_agreement"]
     lines += ["", f"TMDL ranking, real: {' < '.join(result['ranking_real'])}; emulator: "
                   f"{' < '.join(result['ranking_predicted'])} (preserved: {result['ranking_preserved']}; of the "
@@ -381,13 +402,15 @@ def main(argv=None) -> int:
     ap.add_argument("--pattern", default="uniform", choices=("uniform", "bernoulli", "beta"))
     ap.add_argument("--jobs", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--arrival-seconds", type=float, default=0.75, help="real seconds per emulated arrival step")
+    ap.add_argument("--arrival-seconds", type=float, default=1.5,
+                    help="real seconds per emulated arrival step (at 0.75, 6 jobs at once tripled each job's run time "
+                         "on 2 shared cores)")
     ap.add_argument("--task-seconds", type=float, default=0.25, help="real seconds per emulated run-time step")
     ap.add_argument("--executors-per-map", type=float, default=120.0,
                     help="emulated executors per real map (the jobs' 50-350 executors -> 1-3 maps)")
     ap.add_argument("--jvm-opts", default="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
                     help="extra options of the client, ApplicationMaster and map JVMs ('' for the JVM's defaults)")
-    ap.add_argument("--job-timeout", type=float, default=1800.0, help="seconds for a policy's whole stream")
+    ap.add_argument("--job-timeout", type=float, default=1200.0, help="seconds for a policy's whole stream")
     ap.add_argument("--predict-only", action="store_true", help="only the emulator's prediction (no federation)")
     ap.add_argument("--buffer-study", type=int, default=0, metavar="EPISODES",
                     help="only the emulator: each policy with the papers' global buffer vs the Router's one-job "
