@@ -376,6 +376,8 @@ def write_report(result: dict, out: Path) -> None:
                      f"{ro.get('FallbacksTotal')} | {p50:.1f} / {p99:.1f} | {r['wall_s']:.0f} | {r.get('cpu_s')} | "
                      f"{'-'.join(str(x) for x in r.get('load_average', []))} |")
     pa = result["pair_agreement"]
+    if result.get("policies_not_run"):
+        lines += ["", f"Not run (the run was cut short): {', '.join(result['policies_not_run'])}."]
     lines += ["", f"TMDL ranking, real: {' < '.join(result['ranking_real'])}; emulator: "
                   f"{' < '.join(result['ranking_predicted'])} (preserved: {result['ranking_preserved']}; of the "
                   f"{pa['ordered_pairs']} policy pairs the emulator orders strictly, {pa['agreeing']} in the same "
@@ -415,9 +417,16 @@ def main(argv=None) -> int:
     ap.add_argument("--buffer-study", type=int, default=0, metavar="EPISODES",
                     help="only the emulator: each policy with the papers' global buffer vs the Router's one-job "
                          "buffer, mean TMDL / AJDR over EPISODES full-size episodes")
+    ap.add_argument("--report-from", metavar="PARTIAL_JSON",
+                    help="no run: the table, PNG and JSON from a cut-short run's .partial.json (its finished policies)")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if args.report_from:
+        part = json.loads(Path(args.report_from).read_text())
+        s = part["settings"]
+        return finish(part["runs"], part["overhead_s"], s, part.get("federation", "(not recorded)"), Path(args.out),
+                      [p.strip() for p in s["policies"].split(",") if p.strip()])
     if args.jobs < 1:
         ap.error("--jobs must be at least 1")
     if args.buffer_study:
@@ -449,22 +458,32 @@ def main(argv=None) -> int:
         r["prediction"] = predictions[p]
         runs.append(r)
         partial = Path(args.out) / f"federation-{args.pattern}-{args.jobs}.partial.json"
-        partial.write_text(json.dumps({"runs": runs, "overhead_s": overhead, "settings": vars(args)}, indent=1))
+        partial.write_text(json.dumps({"runs": runs, "overhead_s": overhead, "settings": vars(args),
+                                       "federation": f"{'+'.join(fed.spec.sc_ids())} "
+                                       f"({'/'.join(str(m) for m in fed.spec.sc_memory_mb)} MB)"}, indent=1))
         print(f"[federation] {p}: TMDL {r['tmdl']} (emulator {predictions[p]['tmdl']}), AJDR {r['ajdr']:.1f}, "
               f"succeeded {r['succeeded']}/{r['jobs']}, fallbacks {r['router'].get('FallbacksTotal')}",
               file=sys.stderr)
+    return finish(runs, overhead, vars(args), f"{'+'.join(fed.spec.sc_ids())} "
+                  f"({'/'.join(str(m) for m in fed.spec.sc_memory_mb)} MB)", Path(args.out), policies)
+
+
+def finish(runs: list[dict], overhead: float, settings: dict, federation: str, out_dir: Path,
+           policies: list[str]) -> int:
+    """The result of the policies that ran (all of them, or those a cut-short run finished): JSON, table, PNG."""
     real_rank = rank({r["policy"]: r["tmdl"] for r in runs})
     pred_rank = rank({r["policy"]: r["prediction"]["tmdl"] for r in runs})
-    result = {"benchmark": "federation", "federation": f"{'+'.join(fed.spec.sc_ids())} "
-              f"({'/'.join(str(m) for m in fed.spec.sc_memory_mb)} MB)", "pattern": args.pattern, "jobs": args.jobs,
-              "seed": args.seed, "overhead_s": overhead, "settings": vars(args), "runs": runs,
+    done = [r["policy"] for r in runs]
+    result = {"benchmark": "federation", "federation": federation, "pattern": settings["pattern"],
+              "jobs": settings["jobs"], "seed": settings["seed"], "overhead_s": overhead, "settings": settings,
+              "runs": runs, "policies_not_run": [p for p in policies if p not in done],
               "ranking_real": real_rank, "ranking_predicted": pred_rank, "ranking_preserved": real_rank == pred_rank,
               "pair_agreement": pair_agreement({r["policy"]: r["tmdl"] for r in runs},
                                                {r["policy"]: r["prediction"]["tmdl"] for r in runs})}
-    out = Path(args.out) / f"federation-{args.pattern}-{args.jobs}"
+    out = out_dir / f"federation-{settings['pattern']}-{settings['jobs']}"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
-    (Path(args.out) / f"federation-{args.pattern}-{args.jobs}.partial.json").unlink(missing_ok=True)
+    (out_dir / f"federation-{settings['pattern']}-{settings['jobs']}.partial.json").unlink(missing_ok=True)
     write_report(result, out)
     print(out.with_suffix(".md").read_text())
     summary = {k: v for k, v in result.items() if k != "runs"}
