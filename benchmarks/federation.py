@@ -335,6 +335,15 @@ def rank(values: dict[str, float]) -> list[str]:
     return [p for p, _ in sorted(values.items(), key=lambda kv: (kv[1], kv[0]))]
 
 
+def rank_text(values: dict[str, float]) -> str:
+    """'a < b = c': the order, with ties shown as ties."""
+    order = rank(values)
+    out = order[:1]
+    for prev, p in zip(order, order[1:]):
+        out += ["=" if values[p] == values[prev] else "<", p]
+    return " ".join(out)
+
+
 def pair_agreement(real: dict[str, float], predicted: dict[str, float]) -> dict:
     """Of the policy pairs the emulator orders strictly, how many the real run orders the same way (a tie in the
     real run counts as not agreeing): a ranking of 5 noisy numbers is rarely preserved whole."""
@@ -378,8 +387,9 @@ def write_report(result: dict, out: Path) -> None:
     pa = result["pair_agreement"]
     if result.get("policies_not_run"):
         lines += ["", f"Not run (the run was cut short): {', '.join(result['policies_not_run'])}."]
-    lines += ["", f"TMDL ranking, real: {' < '.join(result['ranking_real'])}; emulator: "
-                  f"{' < '.join(result['ranking_predicted'])} (preserved: {result['ranking_preserved']}; of the "
+    real = rank_text({r["policy"]: r["tmdl"] for r in result["runs"]})
+    pred = rank_text({r["policy"]: r["prediction"]["tmdl"] for r in result["runs"]})
+    lines += ["", f"TMDL ranking, real: {real}; emulator: {pred} (preserved: {real == pred}; of the "
                   f"{pa['ordered_pairs']} policy pairs the emulator orders strictly, {pa['agreeing']} in the same "
                   "order)."]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
@@ -477,7 +487,9 @@ def finish(runs: list[dict], overhead: float, settings: dict, federation: str, o
     result = {"benchmark": "federation", "federation": federation, "pattern": settings["pattern"],
               "jobs": settings["jobs"], "seed": settings["seed"], "overhead_s": overhead, "settings": settings,
               "runs": runs, "policies_not_run": [p for p in policies if p not in done],
-              "ranking_real": real_rank, "ranking_predicted": pred_rank, "ranking_preserved": real_rank == pred_rank,
+              "ranking_real": real_rank, "ranking_predicted": pred_rank,
+              "ranking_preserved": rank_text({r["policy"]: r["tmdl"] for r in runs})
+              == rank_text({r["policy"]: r["prediction"]["tmdl"] for r in runs}),
               "pair_agreement": pair_agreement({r["policy"]: r["tmdl"] for r in runs},
                                                {r["policy"]: r["prediction"]["tmdl"] for r in runs})}
     out = out_dir / f"federation-{settings['pattern']}-{settings['jobs']}"

@@ -88,6 +88,7 @@ def test_stream_mapping_and_metrics():
     assert s["jobs_per_subcluster"] == {"SC5": 1, "SC3": 2}
     assert s["utilisation"] == {"SC5": pytest.approx(0.6), "SC3": None}
     assert bench.rank({"a": 3, "b": 1, "c": 3}) == ["b", "a", "c"]
+    assert bench.rank_text({"a": 3, "b": 1, "c": 3}) == "b < a = c"
     # predicted a < b < c, a == d: pairs (a,b) (a,c) (b,c) (b,d) (c,d); real agrees on (a,c) and (b,c) only
     assert bench.pair_agreement({"a": 2, "b": 2, "c": 5, "d": 9}, {"a": 1, "b": 2, "c": 3, "d": 1}) == \
         {"ordered_pairs": 5, "agreeing": 2}
