@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from emulator.drivers import make_driver  # noqa: E402
-from emulator.dsrap.config import TASK_TYPES  # noqa: E402
+from algorithms.dsrap.config import TASK_TYPES  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402
 from policy_engine.artifact import save_artifact  # noqa: E402
 
