@@ -108,6 +108,8 @@ public class RlCapacityScheduler extends CapacityScheduler {
   private final EngineReports reports = new EngineReports(shadow);
   private final java.util.Set<String> racks = ConcurrentHashMap.newKeySet();
   private volatile NodePlan activePlan;
+  /** The thread running the pass of {@link #activePlan} (the scheduler's), or null. */
+  private volatile Thread passThread;
   /** CapacityScheduler's asynchronous scheduling is on: plans stay in force between heartbeats (AsyncPlans). */
   private boolean async;
   /** Asynchronous scheduling: nodes scheduled natively (a fallback) until their next heartbeat. */
@@ -387,6 +389,11 @@ public class RlCapacityScheduler extends CapacityScheduler {
     return activePlan;
   }
 
+  /** The plan of the pass the calling thread is running (a node update on the scheduler's thread), or null. */
+  NodePlan passPlanOnThisThread() {
+    return passThread == Thread.currentThread() ? activePlan : null;
+  }
+
   @Override
   protected void nodeUpdate(RMNode nm) {
     if (engine == null || !anyEngineQueue) {
@@ -491,9 +498,11 @@ public class RlCapacityScheduler extends CapacityScheduler {
   private void pass(RMNode nm, NodePlan plan) {
     plans.put(nm.getNodeID(), plan);
     activePlan = plan;
+    passThread = Thread.currentThread();
     try {
       super.nodeUpdate(nm);
     } finally {
+      passThread = null;
       activePlan = null;
       plans.remove(nm.getNodeID());
     }
