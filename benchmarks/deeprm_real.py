@@ -357,7 +357,7 @@ def plot(result: dict, path: Path) -> None:
 
 
 def result_name(args) -> str:
-    if args.cluster != "docker":
+    if args.cluster != "docker" and not getattr(args, "collect", False):
         return f"deeprm_real-{args.cluster}"
     return "deeprm_real-docker-" + {"fifo": "rlscheduler", "capacity": "capacity"}[args.scheduler]
 
@@ -385,6 +385,9 @@ def main(argv=None) -> int:
     ap.add_argument("--stop-at", metavar="HH:MM", help="start no run after this UTC time; report the runs done")
     ap.add_argument("--mapping", action="store_true", help="also the node vs pooled image study (emulator)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--collect", action="store_true",
+                    help="no run: the table, JSON and PNG from the per-run files of earlier docker runs of these seeds "
+                         "(OUT/runs-SCHEDULER/POLICY-seedN.json), e.g. runs made in several stretches of the lock")
     ap.add_argument("--analyze", type=Path, metavar="WORKDIR",
                     help="only compare a finished docker run's per-run files (its work directory) with the emulator's "
                          "start steps and add that to deeprm_real-docker-{rlscheduler,capacity}.json")
@@ -406,6 +409,12 @@ def main(argv=None) -> int:
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
+    if args.collect:   # only the job sets every policy ran; the emulator's prediction for exactly those
+        seeds = [s for s in seeds if all((args.out / f"runs-{args.scheduler}" / f"{p}-seed{s}.json").exists()
+                                         for p in policies)]
+        if not seeds:
+            ap.error(f"--collect: no job set of seeds {args.seed}..{args.seed + args.runs - 1} has every policy's "
+                     f"file in {args.out / f'runs-{args.scheduler}'}")
     result: dict = {"cluster": args.cluster, "scheduler": args.scheduler, "workers": args.workers, "load": args.load, "step_ms": args.step_ms,
                     "simu_len": args.simu_len, "unit_mb": args.unit_mb, "seeds": seeds, "policies": {}}
     for p in policies:
@@ -455,6 +464,23 @@ def main(argv=None) -> int:
             log("interrupted: reporting the runs done so far")
         finally:
             real.down()
+    if args.collect:
+        # the per-run files of docker runs made in several stretches (e.g. --seed 1 --runs 1, then --seed 2 --runs 2)
+        runs_dir = f"runs-{args.scheduler}"
+        per = {p: [] for p in policies}
+        for seed in seeds:
+            files = {p: args.out / runs_dir / f"{p}-seed{seed}.json" for p in policies}
+            for p, f in files.items():
+                run = json.loads(f.read_text())
+                per[p].append({k: v for k, v in run.items() if k != "jobs_detail"} | {"seed": seed})
+            runs_done += 1
+        result["cluster"] = "docker"
+        result["per_run"] = per
+        result["wait_cap"] = {"max_ms": WAIT_CAP_MS, "max_heartbeats": WAIT_CAP_HEARTBEATS}
+        if args.scheduler == "capacity":
+            result["capacity_settings"] = CAPACITY_DEEPRM
+            result["resource_calculator"] = "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
+    if args.cluster == "docker" or args.collect:
         result["start_agreement"] = analyze(args, policies, args.out / runs_dir)
         for p in policies:
             rs = [x for x in per[p] if x["completed"]]
@@ -468,7 +494,7 @@ def main(argv=None) -> int:
                 overhead_s=float(np.mean([x.get("overhead_s", float("nan")) for x in rs])),
                 completed=sum(x["completed"] for x in rs), jobs=sum(x["jobs"] for x in rs),
                 engine_decisions=sum(x["engine_decisions"] for x in rs))
-    result["runs_done"] = runs_done if args.cluster == "docker" else len(seeds)
+    result["runs_done"] = runs_done if args.cluster == "docker" or args.collect else len(seeds)
     emu_rank = sorted(policies, key=lambda p: result["policies"][p]["emulator_slowdown"])
     result["emulator_ranking"] = emu_rank
     if all("slowdown" in result["policies"][p] for p in policies):
