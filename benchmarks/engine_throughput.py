@@ -36,7 +36,6 @@ from pathlib import Path
 import grpc
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from policy_engine.cli import start_engine_subprocess  # noqa: E402
 from policy_engine.client import AsyncPolicyEngineClient, PolicyEngineClient  # noqa: E402
