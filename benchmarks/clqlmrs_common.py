@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from emulator.evaluate import run_policy
-from emulator.learners.clqlmrs import train_clqlmrs
+from algorithms.clqlmrs.train import train_clqlmrs
 from emulator.scenario import get_scenario
 
 EVAL_SEED = 10_000

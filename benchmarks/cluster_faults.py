@@ -71,6 +71,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from policy_engine.waiting import retry, wait_until
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docker"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -288,27 +290,6 @@ class Job:
         return res
 
 
-def wait_until(cond, timeout_s: float, what: str, interval_s: float = 0.5):
-    """Poll `cond` until it is truthy; a poll that fails with OSError (the RM's HTTP server slow to answer on a
-    loaded machine: urllib's own 5 s timeout) counts as not yet."""
-    until = time.monotonic() + timeout_s
-    last = ""
-    while time.monotonic() < until:
-        try:
-            v = cond()
-        except OSError as e:
-            v, last = None, f" (last error: {e})"
-        if v:
-            return v
-        time.sleep(interval_s)
-    raise TimeoutError(f"timed out after {timeout_s:.0f} s: {what}{last}")
-
-
-def retry(fn, timeout_s: float, what: str):
-    """fn() once it does not fail with OSError (bounded by timeout_s)."""
-    box = []
-    wait_until(lambda: box.append(fn()) or True, timeout_s, what)
-    return box[-1]
 
 
 def ensure_input(cluster, inp: str) -> None:

@@ -10,7 +10,7 @@ units, arrivals set for `--load` (0.75) per node. Each job is a YARN application
 
 Each policy (deeprm-pg with the shipped model, sjf, packer, fifo) serves the same stream behind RlScheduler
 (the engine container restarted with it; the engine builds DeepRM's view of each heartbeat, see
-policy_engine/deeprm_view.py); `--runs` job sets (seeds `--seed`, `--seed`+1, ...), policies interleaved within a
+algorithms/deeprm/view.py); `--runs` job sets (seeds `--seed`, `--seed`+1, ...), policies interleaved within a
 run. Per job from the RM's REST API: job time = finish - submit, slowdown = job time / tagged length. Beside each
 policy: the emulator's prediction for the same job sets (`deeprm` scenario, heartbeats=yarn, the same number of
 nodes), in seconds. `--cluster emulator` computes only the prediction (and `--mapping` the node vs pooled image
@@ -43,10 +43,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "docker"))
 
-from emulator.deeprm import DeepRMConfig, DeepRMSimulation  # noqa: E402
+from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation  # noqa: E402
 from emulator.drivers import make_driver  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402
-from policy_engine.deeprm_view import DeepRMViewConfig  # noqa: E402
+from algorithms.deeprm.view import DeepRMViewConfig  # noqa: E402
 
 POLICIES = ("deeprm-pg", "sjf", "packer", "fifo")
 LABEL = {"deeprm-pg": "DeepRM-PG", "sjf": "SJF", "packer": "Packer", "fifo": "FIFO"}

@@ -36,7 +36,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 
 from emulator.drivers import make_driver  # noqa: E402
-from emulator.dsrap.config import TASK_TYPES  # noqa: E402
+from algorithms.dsrap.config import TASK_TYPES  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402
 from policy_engine.artifact import save_artifact  # noqa: E402
 

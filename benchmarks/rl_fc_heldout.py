@@ -31,7 +31,7 @@ WORKLOADS = [("trained (1.0, 1.0)", 1.0, 1.0), ("eased requests 0.8", 0.8, 1.0),
 def first_job(model: str):
     """The diagnosis variant (`--first-job`): the model only picks the cluster of the oldest buffered job, where
     RL-FC's greedy policy picks the best-valued (job, cluster) pair over the whole buffer."""
-    from policy_engine.policies.rl_fc import RlFcPolicy
+    from algorithms.rl_fc.policy import RlFcPolicy
     from policy_engine.types import RouteDecision
 
     class FirstJob(RlFcPolicy):
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from emulator.scenario import get_scenario
     from emulator.scenarios.multicluster import varied
-    from policy_engine.policies.rl_fc import RlFcPolicy
+    from algorithms.rl_fc.policy import RlFcPolicy
     from policy_engine.policy import create
 
     models = [m for m in args.models.split(",") if m]

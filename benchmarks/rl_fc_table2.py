@@ -151,7 +151,7 @@ def plot_fig5(results: dict, baseline: str, path: Path) -> None:
 def run_ablation(episodes: int, seed: int, out: Path, progress: bool) -> dict:
     """Fig. 4d: RL-FC on Bernoulli with and without the improved ε-greedy, same seed and schedule."""
     from emulator.learners.replay_run import CHECKPOINT, CURVE_JSON
-    from emulator.learners.rl_fc import train_rl_fc
+    from algorithms.rl_fc.train import train_rl_fc
 
     scenario = get_scenario("multicluster-bernoulli")
     curves = {}

@@ -56,7 +56,8 @@ def train_case(algo: str, workers: int, episodes: int, seed: int) -> dict:
 
 
 def rollout_case(algo: str, workers: int, episodes: int, seed: int) -> dict:
-    from emulator.learners import rl_fc, rl_lsfc
+    from algorithms.rl_fc import train as rl_fc
+    from algorithms.rl_lsfc import train as rl_lsfc
     from emulator.learners.rollouts import RolloutSpec, make_pool
     from emulator.scenario import get_scenario
 

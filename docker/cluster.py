@@ -32,11 +32,12 @@ import socket
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from policy_engine.waiting import WaitTimeout, wait_until
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
@@ -541,18 +542,16 @@ class Cluster:
                 raise self._failure(f"container {c.name} exited early", [role])
 
     def _wait(self, cond, timeout: float, what: str, roles: list[str], interval: float = 1.0) -> None:
-        until = time.monotonic() + timeout
-        last_error = ""
-        while time.monotonic() < until:
+        """Polls cond until it holds; a container that exited stops the wait at once; the failure carries the
+        roles' logs."""
+        def running_and(cond=cond):
             self._check_running()
-            try:
-                if cond():
-                    return
-            except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError) as e:
-                last_error = str(e)
-            time.sleep(interval)
-        detail = f" (last error: {last_error})" if last_error else ""
-        raise self._failure(f"timed out after {timeout:.0f} s waiting for {what}{detail}", roles)
+            return cond()
+
+        try:
+            wait_until(running_and, timeout, what, interval, retry_on=(OSError, ValueError, KeyError, IndexError))
+        except WaitTimeout as e:
+            raise self._failure(str(e), roles) from None
 
     def live_datanodes(self) -> list[str]:
         info = _http_json(f"{self.nn_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")["beans"][0]

@@ -231,7 +231,8 @@ def extra_cas() -> list[Path]:
 
 def engine_inputs() -> list[Path]:
     d = DOCKER_DIR / "engine"
-    return _files(d / "Dockerfile", d / "requirements.txt", REPO / "pyproject.toml", REPO / "policy_engine")
+    return _files(d / "Dockerfile", d / "requirements.txt", REPO / "pyproject.toml", REPO / "policy_engine",
+                  REPO / "algorithms")
 
 
 def build_engine(client, base_hash: str, force: bool) -> Result:
@@ -249,6 +250,8 @@ def build_engine(client, base_hash: str, force: bool) -> Result:
     # pyproject's readme: a stand-in, so that editing the front page does not rebuild the image
     (src / "README.md").write_text("yarn-rl's policy engine, installed in the yarnrl/engine image.\n")
     shutil.copytree(REPO / "policy_engine", src / "policy_engine", ignore=shutil.ignore_patterns("__pycache__"))
+    # the served policies of each paper (algorithms/<family>/policy.py; the emulator's parts are never imported)
+    shutil.copytree(REPO / "algorithms", src / "algorithms", ignore=shutil.ignore_patterns("__pycache__"))
     certs = ctx / "certs"
     shutil.rmtree(certs, ignore_errors=True)
     certs.mkdir()

@@ -286,7 +286,7 @@ def _train_from_log(args, out: Path, options: dict) -> int:
         raise UsageError(f"--from-log {args.from_log} is not a directory (the DIR given to --decision-log)")
     if args.compare_model is not None:
         existing_file(args.compare_model)
-    from emulator.learners.clqlmrs_log import train_clqlmrs_from_log
+    from algorithms.clqlmrs.train_from_log import train_clqlmrs_from_log
 
     scenario = _scenario(args)
     try:

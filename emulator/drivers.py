@@ -200,7 +200,7 @@ def make_driver(policy: str, model: str | None = None, remote: str | None = None
     """remote=None: in-process; remote="spawn": start a `policy-engine serve` child; else HOST:PORT of one, which
     must be SERVING within `timeout` seconds (also every call's deadline). `decision_log`: directory of the
     Parquet decision log, written in-process or by the spawned engine (an engine at HOST:PORT writes its own).
-    `deeprm`: policy_engine.deeprm_view.DeepRMViewConfig for the engine (in-process or spawned).
+    `deeprm`: algorithms.deeprm.view.DeepRMViewConfig for the engine (in-process or spawned).
     `shadow`: a policy placed in process as YARN would (e.g. delay) while `policy` is asked in shadow mode at
     `remote` (a ShadowDriver)."""
     if shadow is not None:

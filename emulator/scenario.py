@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
 from emulator.drivers import Driver
-from policy_engine.modules import import_all
+from policy_engine.modules import import_all, import_parts
 
 
 class Scenario:
@@ -67,12 +67,14 @@ def register_scenario(name: str, summary: str, factory: Callable[..., Scenario],
 
 def scenarios() -> list[ScenarioSpec]:
     import_all("emulator.scenarios")
+    import_parts("scenarios")
     return sorted((scenario_spec(n) for n in _SCENARIOS), key=lambda s: s.name)
 
 
 def scenario_spec(name: str) -> ScenarioSpec:
     """The registered spec, with its family and the capability its episodes need filled in."""
     import_all("emulator.scenarios")
+    import_parts("scenarios")
     try:
         spec = _SCENARIOS[name]
     except KeyError:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from emulator.scenario import Scenario, scenario_spec, scenarios
-from policy_engine.modules import import_all, unavailable_note
+from policy_engine.modules import import_all, import_parts, unavailable_note
 
 TrainFn = Callable[..., dict[str, Any]]
 
@@ -50,15 +50,17 @@ def register_algo(name: str, fn: TrainFn, families: frozenset[str] | set[str] = 
 
 def algorithms() -> list[str]:
     import_all("emulator.learners")
+    import_parts("train")
     return sorted(_ALGOS)
 
 
 def algo_spec(algo: str) -> AlgoSpec:
     import_all("emulator.learners")
+    import_parts("train")
     if algo not in _ALGOS:
         valid = ", ".join(sorted(_ALGOS)) or "(none registered yet)"
         raise UnknownAlgorithm(f"unknown training algorithm {algo!r}; available: {valid}"
-                               + unavailable_note("emulator.learners"))
+                               + unavailable_note("emulator.learners", "train"))
     return _ALGOS[algo]
 
 

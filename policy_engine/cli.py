@@ -139,7 +139,7 @@ def cmd_serve(args) -> int:
     positive("--watch-interval", args.watch_interval)
     options = parse_options(args.set)
     policy = build_policy(args.policy, args.model, options)
-    from policy_engine.deeprm_view import DeepRMViewConfig
+    from algorithms.deeprm.view import DeepRMViewConfig
 
     try:
         deeprm = DeepRMViewConfig(step_ms=args.deeprm_step_ms, image=args.deeprm_image,
@@ -498,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--watch-interval", type=float, default=2.0, metavar="SECONDS",
                     help="seconds between looks at the --model file with --watch (default 2)")
     dr = s.add_argument_group("DeepRM on YARN", "how the engine builds DeepRM's job-slot view from plugin heartbeats "
-                              "for deeprm-pg, sjf, sjf-holdback, packer and deeprm-random (policy_engine.deeprm_view); "
+                              "for deeprm-pg, sjf, sjf-holdback, packer and deeprm-random (algorithms.deeprm.view); "
                               "jobs tag their run time with the application tag yarnrl.expected-runtime-ms=MS")
     dr.add_argument("--deeprm-step-ms", type=int, default=1000, metavar="MS",
                     help="real time of one DeepRM time step (default 1000; models are trained in steps)")

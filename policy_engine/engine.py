@@ -28,7 +28,7 @@ import numpy as np
 
 from policy_engine.learning import DEFAULT_CAPACITY, LearningLoop
 from policy_engine.locality import AskOnNode, place
-from policy_engine.deeprm_view import DeepRMView, DeepRMViewConfig, policy_shape
+from algorithms.deeprm.view import DeepRMView, DeepRMViewConfig, policy_shape
 from policy_engine.policy import (DEEPRM_JOBS, ROUTE, SCHEDULE, SCHEDULING_OPPORTUNITIES, ObservationMismatch, Policy,
                                   make_learner)
 from policy_engine.types import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import pkgutil
 
 from policy_engine.extras import MissingExtra
@@ -26,7 +27,30 @@ def import_all(package: str) -> None:
             unavailable[name] = str(e)
 
 
-def unavailable_note(package: str) -> str:
-    """'' or a sentence naming the modules of `package` left out for a missing extra, and why."""
-    notes = [f"{name}: {why}" for name, why in sorted(unavailable.items()) if name.startswith(package + ".")]
+ALGORITHMS = "algorithms"
+
+
+@functools.cache
+def import_parts(part: str) -> None:
+    """Import `algorithms.<family>.<part>` for every algorithm family that has one, once per process: `policy`
+    (the served policies), `train` (the emulator's learners), `scenarios`, `env` (gymnasium environments). One
+    folder per paper holds all of its parts; each registry imports only the part it lists, so the engine never
+    imports a family's emulator side."""
+    families = importlib.import_module(ALGORITHMS)
+    for family in pkgutil.iter_modules(families.__path__):
+        name = f"{ALGORITHMS}.{family.name}.{part}"
+        if not family.ispkg or importlib.util.find_spec(name) is None:
+            continue
+        try:
+            importlib.import_module(name)
+        except MissingExtra as e:
+            unavailable[name] = str(e)
+
+
+def unavailable_note(package: str, part: str = "") -> str:
+    """'' or a sentence naming the modules of `package` (and the families' `part` modules) left out for a missing
+    extra, and why."""
+    notes = [f"{name}: {why}" for name, why in sorted(unavailable.items())
+             if name.startswith(package + ".") or (part and name.startswith(ALGORITHMS + ".")
+                                                   and name.endswith("." + part))]
     return (" (not loaded: " + "; ".join(notes) + ")") if notes else ""

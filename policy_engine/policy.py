@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from policy_engine.modules import import_all, unavailable_note
+from policy_engine.modules import import_all, import_parts, unavailable_note
 from policy_engine.types import (  # noqa: F401  (ObservationMismatch: re-exported for policies)
     ObservationMismatch,
     RouteDecision,
@@ -33,7 +33,7 @@ SCHEDULE = "schedule"
 # What the engine can fill into observations for a policy that declares it in `Policy.reads`.
 SCHEDULING_OPPORTUNITIES = "scheduling_opportunities"  # Ask.scheduling_opportunities, counted across heartbeats
 # DeepRM's job-slot view (slots, backlog, lengths, the image's running containers) built by the engine from a plugin
-# heartbeat (policy_engine.deeprm_view); observations that already are such a view (the emulator's) pass through.
+# heartbeat (algorithms.deeprm.view); observations that already are such a view (the emulator's) pass through.
 DEEPRM_JOBS = "deeprm_jobs"
 ROUTE = "route"
 REPORT_CAPABILITY = "report"
@@ -137,17 +137,19 @@ def register(name: str, summary: str, capabilities: frozenset[str] | set[str], m
 
 def available() -> list[PolicySpec]:
     import_all("policy_engine.policies")
+    import_parts("policy")
     return sorted(_REGISTRY.values(), key=lambda s: s.name)
 
 
 def spec(name: str) -> PolicySpec:
     import_all("policy_engine.policies")
+    import_parts("policy")
     try:
         return _REGISTRY[name]
     except KeyError:
         valid = ", ".join(sorted(_REGISTRY))
         raise UnknownPolicy(f"unknown policy {name!r}; registered policies: {valid}"
-                            + unavailable_note("policy_engine.policies")) from None
+                            + unavailable_note("policy_engine.policies", "policy")) from None
 
 
 def policies_for(capability: str, family: str) -> list[str]:

@@ -448,7 +448,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     `security`: TLS / mTLS credentials and the bearer token every RPC must carry (None: plaintext, no token).
     `model_path` + `rebuild(path) -> Policy`: SIGHUP reloads the model (and every `watch_s` seconds when the file
     changed); `forward_sighup`: pids (the other --workers) that get the SIGHUP too.
-    `deeprm`: policy_engine.deeprm_view.DeepRMViewConfig for DeepRM's policies (time step, node or pooled image).
+    `deeprm`: algorithms.deeprm.view.DeepRMViewConfig for DeepRM's policies (time step, node or pooled image).
     `ui_port`: serve the live console (policy_engine.console) on `ui_host`, on its own thread, with the engine's
     token and `ui_tls` (cert, key files); `rm_address`: the RM's web address the console reads the plugin's JMX from.
     """

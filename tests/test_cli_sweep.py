@@ -607,7 +607,7 @@ class _Http(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, engine_factory):
-    from policy_engine.policies.clqlmrs import ClqlmrsPolicy
+    from algorithms.clqlmrs.policy import ClqlmrsPolicy
 
     tmp = tmp_path_factory.mktemp("sweep")
     real = Path(RL_FC_MODEL).read_bytes()

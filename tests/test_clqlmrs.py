@@ -10,7 +10,7 @@ import pytest
 
 from clqlmrs_heartbeats import map_job, node, observe
 from policy_engine.artifact import ArtifactError
-from policy_engine.clqlmrs import (
+from algorithms.clqlmrs import (
     PLACE,
     WAIT,
     LocalityState,

@@ -8,9 +8,9 @@ import json
 import pytest
 
 import emulator.cli
-from emulator.learners.clqlmrs_log import logged_steps
-from policy_engine.clqlmrs.encoding import PLACE, WAIT
-from policy_engine.clqlmrs.policy import ClqlmrsPolicy
+from algorithms.clqlmrs.train_from_log import logged_steps
+from algorithms.clqlmrs.encoding import PLACE, WAIT
+from algorithms.clqlmrs.policy import ClqlmrsPolicy
 from policy_engine.command import CommandExit
 from policy_engine.decision_log import decode_observation, read_decisions
 

@@ -16,7 +16,7 @@ import pytest
 from emulator.drivers import InProcessDriver, RemoteDriver
 from emulator.scenario import get_scenario
 from policy_engine.cli import start_engine_subprocess
-from policy_engine.clqlmrs import PLACE, WAIT, LocalityState
+from algorithms.clqlmrs import PLACE, WAIT, LocalityState
 from policy_engine.policy import create
 
 EPISODES = 8

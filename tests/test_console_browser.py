@@ -10,13 +10,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from policy_engine.cli import start_engine_subprocess
+from policy_engine.waiting import wait_until
 
 MODEL = Path(__file__).resolve().parents[1] / "models" / "clqlmrs-mini.safetensors"
 
@@ -63,12 +63,7 @@ def _emulator(target: str, *extra: str) -> None:
 
 
 def _wait(predicate, timeout: float = 15.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    wait_until(predicate, timeout, what, interval_s=0.2)
 
 
 @pytest.fixture

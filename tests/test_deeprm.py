@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from emulator.deeprm import DeepRMConfig, DeepRMSimulation
+from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation
 from emulator.evaluate import run_policy
 from emulator.scenario import get_scenario
 from policy_engine.features.deeprm import ImageSpec, image, slot_asks

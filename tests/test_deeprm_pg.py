@@ -11,12 +11,12 @@ import json
 import numpy as np
 import pytest
 
-from emulator.deeprm import DeepRMConfig, DeepRMSimulation
-from emulator.learners.deeprm_pg import Rollout, advantages, play, returns_to_go, sim_state
+from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation
+from algorithms.deeprm.train import Rollout, advantages, play, returns_to_go, sim_state
 from emulator.scenario import get_scenario
 from policy_engine.artifact import ArtifactError, load_artifact, save_artifact
 from policy_engine.features.deeprm import ImageSpec, image, render, since_newest_ask
-from policy_engine.policies.deeprm_pg import DeepRMPgPolicy, PolicyNetwork, action_probs
+from algorithms.deeprm.policy import DeepRMPgPolicy, PolicyNetwork, action_probs
 
 
 def test_rendered_state_is_the_image_the_policy_sees():
@@ -200,7 +200,7 @@ def test_short_training_run_learns_and_beats_random(tiny_run):
     # ... and so does the stochastic policy it samples from (the untrained one: near uniform over the actions)
     import torch
 
-    from emulator.learners.deeprm_pg import make_network, network_tensors
+    from algorithms.deeprm.train import make_network, network_tensors
 
     torch.manual_seed(5)   # the run's seed: its initial network
     before = PolicyNetwork(network_tensors(make_network(20 * 244, 11, (16,))))
@@ -247,7 +247,7 @@ def test_entropy_and_optimiser_options():
     is the DeepRM paper's optimiser; bad values are refused."""
     import torch
 
-    from emulator.learners.deeprm_pg import DeepRMPgConfig, DeepRMPgTrainer
+    from algorithms.deeprm.train import DeepRMPgConfig, DeepRMPgTrainer
 
     sc = get_scenario("deeprm", load=0.75, simu_len=20)
     cfg = DeepRMPgConfig(hidden=(8,), jobsets=2, rollouts=3, optimizer="rmsprop", entropy_coef=0.5,
@@ -270,7 +270,7 @@ def test_entropy_and_optimiser_options():
 
 
 def test_resume_is_bit_identical(tiny_run, tmp_path, monkeypatch):
-    from emulator.learners import deeprm_pg
+    from algorithms.deeprm import train as deeprm_pg
 
     straight_dir, straight = tiny_run
     run = deeprm_pg.DeepRMPgTrainer.run_iteration
@@ -334,7 +334,7 @@ def test_holdback_policy_is_the_learners_teacher_and_holds_long_jobs_back():
     """`sjf-holdback` behind Schedule plays the learner's teacher exactly; it keeps a long job waiting that SJF
     starts, and on these job sets that lowers the slowdown (the room DeepRM keeps for small jobs)."""
     from emulator.drivers import InProcessDriver
-    from emulator.learners.deeprm_pg import holdback_action
+    from algorithms.deeprm.train import holdback_action
     from policy_engine.policy import create
 
     sc = get_scenario("deeprm", load=0.75)

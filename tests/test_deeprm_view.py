@@ -1,4 +1,4 @@
-"""DeepRM on a real YARN: the engine's DeepRM view of plugin heartbeats (policy_engine.deeprm_view).
+"""DeepRM on a real YARN: the engine's DeepRM view of plugin heartbeats (algorithms.deeprm.view).
 
 Sim == real on a script: the same job sets through the emulator's own DeepRM view (slot tags) and through heartbeats
 shaped as the plugin builds them (asks in submission order, the run-time application tag, running containers with
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from emulator.deeprm import DeepRMConfig, DeepRMSimulation
-from emulator.deeprm_script import start_steps, waves
+from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation
+from algorithms.deeprm.script import start_steps, waves
 from emulator.drivers import make_driver
 from emulator.scenario import get_scenario
 from policy_engine import codec
-from policy_engine.deeprm_view import MAX_RUNTIME_MS, RUNTIME_TAG, DeepRMViewConfig
+from algorithms.deeprm.view import MAX_RUNTIME_MS, RUNTIME_TAG, DeepRMViewConfig
 from policy_engine.engine import Engine, EngineMetrics
 from policy_engine.features.deeprm import BACKLOG, SLOT_TAG
 from policy_engine.policy import create

@@ -8,10 +8,10 @@ import pytest
 
 from emulator.cli import main as emulator_main
 from emulator.drivers import make_driver
-from emulator.dsrap.config import DsrapConfig
-from emulator.dsrap.sim import DsrapSim
+from algorithms.dsrap.config import DsrapConfig
+from algorithms.dsrap.sim import DsrapSim
 from emulator.scenario import get_scenario
-from policy_engine.dsrap import (
+from algorithms.dsrap.rules import (
     VOID,
     CounterRandom,
     DsrapLearner,
@@ -260,8 +260,8 @@ def test_engine_clips_what_a_manager_decision_cannot_do():
 def test_pettingzoo_parallel_api_and_an_independent_learner():
     from pettingzoo.test import parallel_api_test
 
-    from emulator.dsrap.env import parallel_env
-    from emulator.dsrap.iql import IndependentQLearning, IQLConfig
+    from algorithms.dsrap.env import parallel_env
+    from algorithms.dsrap.iql import IndependentQLearning, IQLConfig
 
     parallel_api_test(parallel_env(steps=40), num_cycles=60)
     env = parallel_env(steps=60)
@@ -275,7 +275,7 @@ def test_pettingzoo_parallel_api_and_an_independent_learner():
 
 
 def test_env_reward_sums_to_the_system_utility_rate():
-    from emulator.dsrap.env import parallel_env
+    from algorithms.dsrap.env import parallel_env
 
     env = parallel_env(steps=30)
     env.reset(options={"episode": 2})

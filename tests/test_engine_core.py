@@ -217,7 +217,8 @@ def test_only_the_server_client_and_codec_touch_protobuf():
     allowed = {"policy_engine/server.py", "policy_engine/client.py", "policy_engine/codec.py",
                "policy_engine/proto.py", "policy_engine/batch.py"}  # batch.py: the batched path's codec too
     offenders = []
-    for path in list((REPO / "policy_engine").rglob("*.py")) + list((REPO / "emulator").rglob("*.py")):
+    for path in [*(REPO / "policy_engine").rglob("*.py"), *(REPO / "emulator").rglob("*.py"),
+                 *(REPO / "algorithms").rglob("*.py")]:
         rel = path.relative_to(REPO).as_posix()
         if rel.startswith("policy_engine/_generated") or rel in allowed:
             continue
@@ -227,15 +228,33 @@ def test_only_the_server_client_and_codec_touch_protobuf():
     assert offenders == []
 
 
+def test_the_engine_side_never_imports_the_emulator():
+    """The layers: policy_engine and every family's served side (algorithms/<family>/policy.py and what it imports
+    from its family) import nothing of the emulator, so the engine image runs without it."""
+    import subprocess
+    import sys as _sys
+
+    code = ("import sys, policy_engine.policy as p, policy_engine.server, policy_engine.engine; p.available(); "
+            "print(sorted(m for m in sys.modules if m == 'emulator' or m.startswith(('emulator.', 'torch', "
+            "'gymnasium', 'pettingzoo'))))")
+    out = subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+    served = [p.relative_to(REPO).as_posix() for p in (REPO / "algorithms").glob("*/policy.py")]
+    assert len(served) == 5, served  # one per paper
+    # and it is the registry's import that brings them in: every family's policies are registered
+    from policy_engine.policy import available
+    assert {"clqlmrs", "deeprm-pg", "sjf", "packer", "greedy", "bdl", "rl-fc", "rl-lsfc"} <= {s.name for s in available()}
+
+
 def test_clqlmrs_policy_and_learner_depend_on_the_model_not_on_each_other():
-    pkg = REPO / "policy_engine" / "clqlmrs"
+    pkg = REPO / "algorithms" / "clqlmrs"
     policy_imports, learner_imports = _imports(pkg / "policy.py"), _imports(pkg / "learner.py")
-    assert "policy_engine.clqlmrs.learner" not in policy_imports
-    assert "policy_engine.clqlmrs.policy" not in learner_imports
-    assert "policy_engine.clqlmrs.model" in policy_imports and "policy_engine.clqlmrs.model" in learner_imports
+    assert "algorithms.clqlmrs.learner" not in policy_imports
+    assert "algorithms.clqlmrs.policy" not in learner_imports
+    assert "algorithms.clqlmrs.model" in policy_imports and "algorithms.clqlmrs.model" in learner_imports
     # defaults are defined once: no other module of the package or the trainer has the paper's gamma or decay in
     # its code (docstrings may quote them)
-    for path in [*pkg.glob("*.py"), REPO / "emulator" / "learners" / "clqlmrs.py"]:
+    for path in pkg.glob("*.py"):  # the served side and the emulator's trainer (train.py, train_from_log.py)
         if path.name != "config.py":
             numbers = {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)}
             assert not numbers & {0.999, 0.95, 1024, 32}, path.name

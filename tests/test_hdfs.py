@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -20,6 +19,7 @@ from policy_engine.engine import Engine
 from policy_engine.hdfs import BlockLocator, WebHdfsClient, hdfs_path_of
 from policy_engine.policies.fifo import FifoPolicy
 from policy_engine.types import Ask, BlockInfo, JobMetadata, LocalityRequest, Node, Resource, ScheduleObservation
+from policy_engine.waiting import WaitTimeout, wait_until
 
 FILES = {
     "/data/in/part-0": [
@@ -84,12 +84,11 @@ def namenode():
 
 
 def wait_for(predicate, timeout=5.0):
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
+    """True once predicate holds (False after timeout: the callers assert it)."""
+    try:
+        return bool(wait_until(predicate, timeout, "the lookup", interval_s=0.01))
+    except WaitTimeout:
+        return False
 
 
 def ask(ask_id="a/1/0", job=None):

@@ -16,7 +16,8 @@ import pytest
 from heartbeats import map_ask, node, observe
 
 from policy_engine.codec import encode_schedule
-from policy_engine.policies.clqlmrs import ClqlmrsPolicy
+from policy_engine.waiting import wait_until
+from algorithms.clqlmrs.policy import ClqlmrsPolicy
 
 REPO = Path(__file__).resolve().parents[1]
 RL_FC_MODEL = REPO / "models" / "rl-fc-uniform.safetensors"
@@ -55,13 +56,7 @@ def reloads(metrics_port: int) -> dict[str, float]:
 
 
 def wait_for(predicate, timeout: float = 60.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+    return wait_until(predicate, timeout, what, interval_s=0.1)
 
 
 def test_watch_reloads_a_new_model_and_refuses_bad_files(engine_factory, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from emulator.learners.rl_fc import (
+from algorithms.rl_fc.train import (
     EpisodeLog,
     ExplorationPolicy,
     ReplayBuffer,
@@ -16,7 +16,7 @@ from emulator.learners.rl_fc import (
 )
 from policy_engine.artifact import ArtifactError, save_artifact
 from policy_engine.features.multicluster import rlfc_states
-from policy_engine.policies.rl_fc import RlFcPolicy, ValueNetwork
+from algorithms.rl_fc.policy import RlFcPolicy, ValueNetwork
 from policy_engine.types import ClusterState, DeadlineMissed, JobCategory, JobFinished, RouteJob, RouteObservation
 
 CAPACITIES = [500, 800, 1200, 1300, 1900]
@@ -332,7 +332,7 @@ def test_tiny_training_run_end_to_end(tiny_run):
 
 
 def test_resume_continues_exactly_where_the_run_stopped(tiny_run, tmp_path, monkeypatch):
-    from emulator.learners import rl_fc
+    from algorithms.rl_fc import train as rl_fc
     from policy_engine.artifact import load_artifact
 
     straight_dir, straight = tiny_run
@@ -376,7 +376,7 @@ def test_two_worker_processes_and_a_resume_train_the_same_model(tiny_run, tmp_pa
     also when the run is killed and resumed with another worker count."""
     import json
 
-    from emulator.learners import rl_fc
+    from algorithms.rl_fc import train as rl_fc
     from policy_engine.artifact import load_artifact
 
     straight_dir, straight = tiny_run

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from emulator.learners.rl_lsfc import LsfcNet, RlLsfcConfig, network_tensors, value_components
+from algorithms.rl_lsfc.train import LsfcNet, RlLsfcConfig, network_tensors, value_components
 from policy_engine.artifact import ArtifactError, save_artifact
 from policy_engine.features.multicluster import lsfc_split, lsfc_states
-from policy_engine.policies.rl_lsfc import LsfcNetwork, RlLsfcPolicy
+from algorithms.rl_lsfc.policy import LsfcNetwork, RlLsfcPolicy
 
 SCENARIO = "hetero-elastic-uniform"
 TINY_NET = RlLsfcConfig(lstm_hidden=6, fc1=24, fc2=12)
@@ -281,7 +281,7 @@ def test_short_training_run_improves_on_its_start(tiny_run):
 
 
 def test_resume_is_bit_identical(tiny_run, tmp_path, monkeypatch):
-    from emulator.learners import rl_lsfc
+    from algorithms.rl_lsfc import train as rl_lsfc
     from policy_engine.artifact import load_artifact
 
     straight_dir, straight = tiny_run

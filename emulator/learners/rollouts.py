@@ -67,7 +67,7 @@ class InlinePool:
 
 
 def _single_threaded_blas() -> None:
-    # process-wide, as policy_engine.policies.rl_fc does for its numpy forward passes (torch's threads are separate)
+    # process-wide, as algorithms.rl_fc.policy does for its numpy forward passes (torch's threads are separate)
     threadpool_limits(limits=1, user_api="blas")
 
 

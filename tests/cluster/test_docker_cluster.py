@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from policy_engine.waiting import wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -112,7 +114,7 @@ def test_cache_directive_shows_in_webhdfs_cached_hosts(cluster):
         blocks = cluster.block_locations(part)
         return blocks if blocks and all(b["cachedHosts"] for b in blocks) else None
 
-    blocks = cluster_faults.wait_until(cached, 120, f"a cached replica of {part} in WebHDFS cachedHosts")
+    blocks = wait_until(cached, 120, f"a cached replica of {part} in WebHDFS cachedHosts")
     for b in blocks:
         assert set(b["cachedHosts"]) <= set(b["hosts"])  # cached on a DataNode that holds the block
         assert set(b["cachedHosts"]) <= {"worker1", "worker2", "worker3", "worker4"}
@@ -194,7 +196,7 @@ def test_network_path_cut_falls_back_then_recovers(cluster):
 
 def test_resourcemanager_restart_recovers(cluster):
     cluster.get("rm").restart(timeout=60)
-    cluster_faults.wait_until(lambda: len(cluster.running_nodemanagers()) == 4 if _answers(cluster) else False, 300,
+    wait_until(lambda: len(cluster.running_nodemanagers()) == 4 if _answers(cluster) else False, 300,
                               "all four NodeManagers to register with the restarted ResourceManager", interval_s=2)
     assert cluster.rm_jmx()["EngineAddress"] == "faultproxy:50051"
     output = small_wordcount(cluster, "/tests/rm-restart/out")

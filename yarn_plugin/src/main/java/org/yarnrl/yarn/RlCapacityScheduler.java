@@ -10,7 +10,6 @@ import javax.management.ObjectName;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.api.records.ApplicationAttemptId;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
-import org.apache.hadoop.yarn.api.records.ContainerId;
 import org.apache.hadoop.yarn.api.records.ContainerStatus;
 import org.apache.hadoop.yarn.api.records.NodeId;
 import org.apache.hadoop.yarn.api.records.Resource;
@@ -39,7 +38,6 @@ import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.NodeAddedSc
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.NodeRemovedSchedulerEvent;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.SchedulerEvent;
 import org.apache.hadoop.yarn.server.scheduler.SchedulerRequestKey;
-import org.apache.hadoop.yarn.util.resource.Resources;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.yarnrl.v1.ContainerFinished;
@@ -103,7 +101,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
   private volatile ShadowMode.Mode schedulerMode = ShadowMode.Mode.ACTIVE;
   private volatile boolean anyShadowQueue;
   private final Map<ApplicationId, Snapshots.JobInfo> jobs = new ConcurrentHashMap<>();
-  private final Map<ContainerId, Event> startedEvents = new ConcurrentHashMap<>();
+  private final EngineReports reports = new EngineReports(shadow);
   private final java.util.Set<String> racks = ConcurrentHashMap.newKeySet();
   private volatile NodePlan activePlan;
   /** CapacityScheduler's asynchronous scheduling is on: plans stay in force between heartbeats (AsyncPlans). */
@@ -144,6 +142,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
     rlMetrics.resourceCalculator = getResourceCalculator().getClass().getSimpleName();
     async = getConfiguration().getScheduleAynschronously();
     engine = EnginePath.fromConf(conf, rlMetrics, "RlCapacityScheduler");
+    reports.attach(engine);
     if (engine != null) {
       engine.setRMContext(getRMContext());
       // the batched path reads the asks under CapacityScheduler's read lock, as a heartbeat's snapshot does
@@ -714,48 +713,19 @@ public class RlCapacityScheduler extends CapacityScheduler {
 
   private void reportStarted(RMContainer container, FiCaSchedulerApp app, SchedulerRequestKey key, NodeType type,
       String decisionId) {
-    if (engine == null || app == null) {
+    if (app == null) {
       return;
     }
-    Locality locality = type == NodeType.NODE_LOCAL ? Locality.LOCALITY_NODE_LOCAL
-        : type == NodeType.RACK_LOCAL ? Locality.LOCALITY_RACK_LOCAL : Locality.LOCALITY_OFF_SWITCH;
-    Event.Builder builder = Event.newBuilder()
-        .setTimestampMs(System.currentTimeMillis())
-        .setDecisionId(decisionId)
-        .setContainerStarted(ContainerStarted.newBuilder()
-            .setContainerId(container.getContainerId().toString())
-            .setApplicationId(app.getApplicationId().toString())
-            .setNodeId(container.getAllocatedNode().toString())
-            .setAskId(key == null ? "" : Snapshots.askId(app, key))
-            .setLocality(locality));
-    Event started = builder.build();
-    startedEvents.put(container.getContainerId(), started);
-    if (decisionId.isEmpty() && isShadowQueue(app.getQueue())) {
-      shadow.started(container.getAllocatedNode(), builder, engine::report); // with the shadow decision's id
-    } else {
-      engine.report(started);
-    }
+    reports.containerStarted(container.getContainerId(), app.getApplicationId(), container.getAllocatedNode(),
+        key == null ? "" : Snapshots.askId(app, key), EngineReports.locality(type), decisionId,
+        decisionId.isEmpty() && isShadowQueue(app.getQueue()));
   }
 
   @Override
   protected void completedContainerInternal(RMContainer rmContainer, ContainerStatus containerStatus,
       RMContainerEventType event) {
     super.completedContainerInternal(rmContainer, containerStatus, event);
-    Event started = startedEvents.remove(rmContainer.getContainerId());
-    if (engine == null || started == null) {
-      return;
-    }
-    engine.report(Event.newBuilder()
-        .setTimestampMs(System.currentTimeMillis())
-        .setDecisionId(started.getDecisionId())
-        .setContainerFinished(ContainerFinished.newBuilder()
-            .setContainerId(rmContainer.getContainerId().toString())
-            .setApplicationId(started.getContainerStarted().getApplicationId())
-            .setNodeId(started.getContainerStarted().getNodeId())
-            .setRuntimeMs(Math.max(0, System.currentTimeMillis() - rmContainer.getCreationTime()))
-            .setExitStatus(containerStatus.getExitStatus())
-            .setLocality(started.getContainerStarted().getLocality()))
-        .build());
+    reports.containerFinished(rmContainer, containerStatus);
   }
 
   @Override
@@ -777,33 +747,21 @@ public class RlCapacityScheduler extends CapacityScheduler {
         if (engine != null) {
           engine.snapshots().forget(removed.getApplicationID());
           waitCap.forget(removed.getApplicationID());
-          long runtime = job == null ? 0 : System.currentTimeMillis() - job.submitTimeMs;
-          engine.report(Event.newBuilder().setTimestampMs(System.currentTimeMillis())
-              .setJobFinished(JobFinished.newBuilder().setJobId(removed.getApplicationID().toString())
-                  .setRuntime(runtime).setSucceeded(removed.getFinalState() == RMAppState.FINISHED)).build());
         }
+        reports.jobFinished(removed.getApplicationID(), job, removed.getFinalState() == RMAppState.FINISHED);
         break;
       }
       case NODE_ADDED: {
         RMNode n = ((NodeAddedSchedulerEvent) event).getAddedRMNode();
         racks.add(n.getRackName());
-        if (engine != null) {
-          engine.report(Event.newBuilder().setTimestampMs(System.currentTimeMillis())
-              .setNodeAdded(NodeAdded.newBuilder().setNodeId(n.getNodeID().toString()).setHost(n.getHostName())
-                  .setRack(n.getRackName()).setTotal(Snapshots.resource(n.getTotalCapability()))).build());
-        }
+        reports.nodeAdded(n);
         break;
       }
       case NODE_REMOVED: {
         RMNode n = ((NodeRemovedSchedulerEvent) event).getRemovedRMNode();
         plans.remove(n.getNodeID());
         nativeUntilHeartbeat.remove(n.getNodeID());
-        if (engine != null) {
-          engine.forget(n.getNodeID());
-          shadow.forget(n.getNodeID(), engine::report);
-          engine.report(Event.newBuilder().setTimestampMs(System.currentTimeMillis())
-              .setNodeRemoved(NodeRemoved.newBuilder().setNodeId(n.getNodeID().toString())).build());
-        }
+        reports.nodeRemoved(n.getNodeID());
         break;
       }
       default:

@@ -10,7 +10,6 @@ import javax.management.ObjectName;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.Container;
-import org.apache.hadoop.yarn.api.records.ContainerId;
 import org.apache.hadoop.yarn.api.records.ContainerStatus;
 import org.apache.hadoop.yarn.api.records.NodeId;
 import org.apache.hadoop.yarn.api.records.ResourceRequest;
@@ -90,9 +89,7 @@ public class RlScheduler extends FifoSchedulerBase {
   private final ShadowMode shadow = new ShadowMode(rlMetrics);
   private final Map<ApplicationId, Snapshots.JobInfo> jobs = new ConcurrentHashMap<>();
   private final Set<String> racks = ConcurrentHashMap.newKeySet();
-  /** Running containers' ContainerStarted events (engine-placed and native): locality and decision id for
-   *  their ContainerFinished. */
-  private final Map<ContainerId, Event> startedEvents = new ConcurrentHashMap<>();
+  private final EngineReports reports = new EngineReports(shadow);
 
   public RlScheduler() {
     super();
@@ -104,6 +101,7 @@ public class RlScheduler extends FifoSchedulerBase {
     mode = ShadowMode.Mode.fromConf(conf); // a bad value stops the RM here, with the key named
     rlMetrics.engineMode = mode.label();
     engine = EnginePath.fromConf(conf, rlMetrics, "RlScheduler, FIFO");
+    reports.attach(engine);
     // checked with or without an engine: a bad value stops the RM either way
     waitCap = WaitCap.fromConf(conf, conf, rlMetrics);
     rlMetrics.resourceCalculator = getResourceCalculator().getClass().getSimpleName();
@@ -164,12 +162,6 @@ public class RlScheduler extends FifoSchedulerBase {
     return engine;
   }
 
-  private void report(Event.Builder event) {
-    if (engine != null) {
-      engine.report(event.setTimestampMs(System.currentTimeMillis()).build());
-    }
-  }
-
   // ------------------------------------------------------------------ the hooks into FifoSchedulerBase
 
   @Override
@@ -193,9 +185,7 @@ public class RlScheduler extends FifoSchedulerBase {
       waitCap.forget(applicationId);
     }
     if (known) {
-      long runtime = job == null ? 0 : System.currentTimeMillis() - job.submitTimeMs;
-      report(Event.newBuilder().setJobFinished(JobFinished.newBuilder().setJobId(applicationId.toString())
-          .setRuntime(runtime).setSucceeded(finalState == RMAppState.FINISHED)));
+      reports.jobFinished(applicationId, job, finalState == RMAppState.FINISHED);
     }
   }
 
@@ -203,9 +193,7 @@ public class RlScheduler extends FifoSchedulerBase {
   protected synchronized void addNode(RMNode nodeManager) {
     super.addNode(nodeManager);
     racks.add(nodeManager.getRackName());
-    report(Event.newBuilder().setNodeAdded(NodeAdded.newBuilder().setNodeId(nodeManager.getNodeID().toString())
-        .setHost(nodeManager.getHostName()).setRack(nodeManager.getRackName())
-        .setTotal(Snapshots.resource(nodeManager.getTotalCapability()))));
+    reports.nodeAdded(nodeManager);
   }
 
   @Override
@@ -213,12 +201,7 @@ public class RlScheduler extends FifoSchedulerBase {
     boolean known = getNode(nodeInfo.getNodeID()) != null;
     super.removeNode(nodeInfo);
     if (known) {
-      if (engine != null) {
-        engine.forget(nodeInfo.getNodeID());
-        shadow.forget(nodeInfo.getNodeID(), engine::report);
-      }
-      report(Event.newBuilder().setNodeRemoved(NodeRemoved.newBuilder()
-          .setNodeId(nodeInfo.getNodeID().toString())));
+      reports.nodeRemoved(nodeInfo.getNodeID());
     }
   }
 
@@ -226,20 +209,7 @@ public class RlScheduler extends FifoSchedulerBase {
   protected synchronized void completedContainerInternal(RMContainer rmContainer, ContainerStatus containerStatus,
       RMContainerEventType event) {
     super.completedContainerInternal(rmContainer, containerStatus, event);
-    Container container = rmContainer.getContainer();
-    Event started = startedEvents.remove(container.getId());
-    if (started == null) {
-      return; // unknown application: FifoScheduler ignored it too
-    }
-    report(Event.newBuilder()
-        .setDecisionId(started.getDecisionId())
-        .setContainerFinished(ContainerFinished.newBuilder()
-            .setContainerId(container.getId().toString())
-            .setApplicationId(container.getId().getApplicationAttemptId().getApplicationId().toString())
-            .setNodeId(container.getNodeId().toString())
-            .setRuntimeMs(Math.max(0, System.currentTimeMillis() - rmContainer.getCreationTime()))
-            .setExitStatus(containerStatus.getExitStatus())
-            .setLocality(started.getContainerStarted().getLocality())));
+    reports.containerFinished(rmContainer, containerStatus);
   }
 
   /** FifoScheduler ignores relaxLocality; the plugin enforces it on the native path too ({@link LocalityRules}). */
@@ -258,7 +228,7 @@ public class RlScheduler extends FifoSchedulerBase {
     if (waitCap != null) {
       waitCap.placed(Snapshots.askId(application, schedulerKey));
     }
-    reportStarted(container, application, schedulerKey, node, locality(type), "");
+    reportStarted(container, application, schedulerKey, node, EngineReports.locality(type), "");
   }
 
   /** A node update of a node with room: the engine's part first, FIFO's own assignment when it falls back. */
@@ -428,7 +398,7 @@ public class RlScheduler extends FifoSchedulerBase {
       placedNow.merge(ref, 1, Integer::sum);
       waitCap.placed(a.getAskId());
       Locality locality = type == NodeType.NODE_LOCAL && a.getLocality() == Locality.LOCALITY_CACHE_LOCAL
-          ? Locality.LOCALITY_CACHE_LOCAL : locality(type);
+          ? Locality.LOCALITY_CACHE_LOCAL : EngineReports.locality(type);
       reportStarted(container, app, ref.key, node, locality, response.getDecisionId());
     }
     return null;
@@ -447,36 +417,10 @@ public class RlScheduler extends FifoSchedulerBase {
     return any == null || any.getRelaxLocality();
   }
 
-  private static Locality locality(NodeType type) {
-    return type == NodeType.NODE_LOCAL ? Locality.LOCALITY_NODE_LOCAL
-        : type == NodeType.RACK_LOCAL ? Locality.LOCALITY_RACK_LOCAL : Locality.LOCALITY_OFF_SWITCH;
-  }
-
-  /**
-   * ContainerStarted for every container, engine-placed or native, with YARN's level (or the engine's
-   * CACHE_LOCAL); an engine that knows the job's blocks relabels it with the read level (policy_engine/labels.py).
-   */
   private void reportStarted(Container container, RlAppAttempt app, SchedulerRequestKey key, FiCaSchedulerNode node,
       Locality locality, String decisionId) {
-    if (engine == null) {
-      return;
-    }
-    Event.Builder builder = Event.newBuilder()
-        .setTimestampMs(System.currentTimeMillis())
-        .setDecisionId(decisionId)
-        .setContainerStarted(ContainerStarted.newBuilder()
-            .setContainerId(container.getId().toString())
-            .setApplicationId(app.getApplicationId().toString())
-            .setNodeId(node.getNodeID().toString())
-            .setAskId(Snapshots.askId(app, key))
-            .setLocality(locality));
-    Event started = builder.build();
-    startedEvents.put(container.getId(), started);
-    if (mode == ShadowMode.Mode.SHADOW && decisionId.isEmpty()) {
-      shadow.started(node.getNodeID(), builder, engine::report); // with the shadow decision's id, once known
-    } else {
-      engine.report(started);
-    }
+    reports.containerStarted(container.getId(), app.getApplicationId(), node.getNodeID(), Snapshots.askId(app, key),
+        locality, decisionId, mode == ShadowMode.Mode.SHADOW && decisionId.isEmpty());
   }
 
   /**

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from policy_engine.artifact import code_version
-from policy_engine.clqlmrs.config import ClqlmrsConfig
-from policy_engine.clqlmrs.encoding import LocalityState, Step, locality_reward, state_from_report
-from policy_engine.clqlmrs.model import ClqlmrsModel
+from algorithms.clqlmrs.config import ClqlmrsConfig
+from algorithms.clqlmrs.encoding import LocalityState, Step, locality_reward, state_from_report
+from algorithms.clqlmrs.model import ClqlmrsModel
 from policy_engine.qlearning import EpsilonSchedule, sarsa_update
 from policy_engine.types import ContainerFinished, ContainerStarted, Event, JobFinished
 

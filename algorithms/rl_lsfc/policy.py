@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from policy_engine.artifact import ArtifactError, load_artifact
-from policy_engine.policies.rl_fc import single_threaded_blas
+from algorithms.rl_fc.policy import single_threaded_blas
 from policy_engine.policy import ROUTE, ObservationMismatch, Policy, register
 from policy_engine.types import RouteDecision, RouteObservation
 

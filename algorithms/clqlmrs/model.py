@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from policy_engine.artifact import load_artifact
-from policy_engine.clqlmrs.config import POLICY_NAME, ClqlmrsConfig
-from policy_engine.clqlmrs.encoding import AbstractEncoding, LocalityState, PaperEncoding, make_encoding
+from algorithms.clqlmrs.config import POLICY_NAME, ClqlmrsConfig
+from algorithms.clqlmrs.encoding import AbstractEncoding, LocalityState, PaperEncoding, make_encoding
 from policy_engine.qlearning import QTable
 
 

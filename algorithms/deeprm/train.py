@@ -15,7 +15,7 @@ Two options make REINFORCE learn from scratch within a few hundred iterations on
 `normalize_advantages` divides G - b by its standard deviation over the iteration, and `entropy_coef` adds an
 entropy bonus that decays linearly to 0 at iteration `entropy_decay`. The network has one hidden layer of 20 units
 (`--set hidden=64,32` for a larger one). Rollouts run in numpy with the served policy's own forward pass
-(policy_engine.policies.deeprm_pg); torch is only used for the gradient step. `--set workers=N` spreads an
+(algorithms.deeprm.policy); torch is only used for the gradient step. `--set workers=N` spreads an
 iteration's job sets over N processes (bit-identical to one: every rollout has its own seed).
 
 Validation: every `eval_every` iterations the greedy policy (the served `deeprm-pg`) plays `eval_episodes` fixed
@@ -45,14 +45,14 @@ require("torch", extra="train", feature="DeepRM-PG training (emulator train --al
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from emulator.deeprm import DeepRMConfig, DeepRMSimulation  # noqa: E402
+from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation  # noqa: E402
 from emulator.drivers import InProcessDriver  # noqa: E402
 from emulator.learners import common  # noqa: E402
 from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
 from policy_engine.features.deeprm import ImageSpec, render  # noqa: E402
-from policy_engine.policies.deeprm_pg import POLICY_NAME, PolicyNetwork, action_probs  # noqa: E402
-from policy_engine.policies.sjf import holds_back  # noqa: E402
+from algorithms.deeprm.policy import POLICY_NAME, PolicyNetwork, action_probs  # noqa: E402
+from algorithms.deeprm.sjf import holds_back  # noqa: E402
 from policy_engine.policy import OptionError, create  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
@@ -225,7 +225,7 @@ TEACHERS = {"sjf": sjf_action, "sjf-holdback": holdback_action}
 
 def play(config: DeepRMConfig, jobset_seed: int, net: PolicyNetwork | None, rng: np.random.Generator | None,
          mask: bool, max_steps: int, teacher=None, keep_busy: bool = False) -> Rollout:
-    """One episode of the scenario, as emulator.scenarios.deeprm runs it: the stochastic policy (actions drawn
+    """One episode of the scenario, as algorithms.deeprm.scenarios runs it: the stochastic policy (actions drawn
     with `rng`), with rng=None the greedy one (what the served `deeprm-pg` does), or with `teacher` a heuristic's
     actions (for imitation). With both `net` and `teacher`, the network acts and the recorded actions are the
     teacher's choices in the states the network reaches (DAgger's labels). `keep_busy`: no void action while the
@@ -318,7 +318,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(configs: list[DeepRMConfig], mask: bool, max_steps: int, keep_busy: bool = False) -> None:
-    from policy_engine.policies.rl_fc import single_threaded_blas
+    from algorithms.rl_fc.policy import single_threaded_blas
 
     single_threaded_blas()
     _WORKER.update(configs=configs, mask=mask, max_steps=max_steps, keep_busy=keep_busy)

@@ -8,7 +8,7 @@ are compared in DeepRM units: memory in policy_engine.features.deeprm.ImageSpec.
 from __future__ import annotations
 
 from policy_engine.features.deeprm import ImageSpec
-from policy_engine.policies.sjf import greedy_slots
+from algorithms.deeprm.sjf import greedy_slots
 from policy_engine.policy import DEEPRM_JOBS, SCHEDULE, Policy, register
 from policy_engine.types import Ask, Resource, ScheduleDecision, ScheduleObservation
 

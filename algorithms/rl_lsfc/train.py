@@ -36,7 +36,7 @@ What the paper leaves open, chosen here (all in RlLsfcConfig, recorded in the ar
   * validation: 10 fixed episodes (seeds 900000+) every 25 episodes; the best model by S_log of the mean S.
 
 Everything tunable is in RlLsfcConfig (override with `emulator train ... --set key=value`). The trained weights
-are saved as an `rl-lsfc` model artifact that policy_engine.policies.rl_lsfc serves with numpy.
+are saved as an `rl-lsfc` model artifact that algorithms.rl_lsfc.policy serves with numpy.
 """
 
 from __future__ import annotations
@@ -62,14 +62,14 @@ from emulator.drivers import InProcessDriver  # noqa: E402
 from emulator.learners import common  # noqa: E402
 from emulator.learners.replay_run import BEST_MODEL, CHECKPOINT, CURVE_PNG, MODEL, CurveStyle, ReplayRun  # noqa: E402
 from emulator.learners.replay_run import train_seed  # noqa: E402
-from emulator.learners.rl_fc import ExplorationPolicy, ReplayBuffer, epsilon1  # noqa: E402
+from algorithms.rl_fc.train import ExplorationPolicy, ReplayBuffer, epsilon1  # noqa: E402
 from emulator.learners.rollouts import RolloutSpec  # noqa: E402
 from emulator.multicluster import metrics  # noqa: E402
 from emulator.multicluster.sim import MultiClusterSim  # noqa: E402
 from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
 from policy_engine.features.multicluster import LSFC_SEGMENT, LSFC_SEGMENTS, lsfc_dim, lsfc_split  # noqa: E402
-from policy_engine.policies.rl_lsfc import (  # noqa: E402
+from algorithms.rl_lsfc.policy import (  # noqa: E402
     HEADS,
     POLICY_NAME,
     SCALARIZATION,
@@ -278,7 +278,7 @@ class LsfcExploration(ExplorationPolicy):
 
 
 class LsfcNet(nn.Module):
-    """Torch twin of policy_engine.policies.rl_lsfc.LsfcNetwork; parameter names are the artifact's tensor names."""
+    """Torch twin of algorithms.rl_lsfc.policy.LsfcNetwork; parameter names are the artifact's tensor names."""
 
     def __init__(self, n_clusters: int, cfg: RlLsfcConfig):
         super().__init__()

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from emulator.drivers import Driver
-from emulator.dsrap.config import DsrapConfig
-from emulator.dsrap.sim import DsrapSim, EpisodeResult
+from algorithms.dsrap.config import DsrapConfig
+from algorithms.dsrap.sim import DsrapSim, EpisodeResult
 from emulator.scenario import Scenario
 from policy_engine.policy import ROUTE
 

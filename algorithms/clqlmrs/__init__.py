@@ -53,8 +53,8 @@ batch, so a decision sees what was learned up to the last Report (in-process and
 saved atomically (temp file + rename) every `save_every_s` seconds and on close, from the learner's thread.
 """
 
-from policy_engine.clqlmrs.config import ONLINE_EPSILON, PAPER_EPSILON, POLICY_NAME, ClqlmrsConfig
-from policy_engine.clqlmrs.encoding import (
+from algorithms.clqlmrs.config import ONLINE_EPSILON, PAPER_EPSILON, POLICY_NAME, ClqlmrsConfig
+from algorithms.clqlmrs.encoding import (
     LOCAL_STATES,
     PLACE,
     REWARD_WEIGHTS,
@@ -73,7 +73,7 @@ from policy_engine.clqlmrs.encoding import (
     state_counts,
     state_from_report,
 )
-from policy_engine.clqlmrs.model import ClqlmrsModel, ModelView
+from algorithms.clqlmrs.model import ClqlmrsModel, ModelView
 
 __all__ = ["ClqlmrsConfig", "ClqlmrsModel", "ModelView", "ONLINE_EPSILON", "PAPER_EPSILON", "POLICY_NAME",
            "LOCAL_STATES", "PLACE", "WAIT", "REWARD_WEIGHTS", "AbstractEncoding", "LocalityState", "PaperEncoding",

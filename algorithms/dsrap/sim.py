@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from emulator.dsrap.config import TASK_TYPES, DsrapConfig
+from algorithms.dsrap.config import TASK_TYPES, DsrapConfig
 from policy_engine.types import ManagerView, RouteDecision, RouteObservation
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)

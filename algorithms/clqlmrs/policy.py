@@ -2,10 +2,10 @@
 
 On each heartbeat the policy decides which pending map asks get containers on this node, reading where each job's
 input blocks and cached replicas are (Ask.job.input_blocks) and YARN's host / rack / ANY counts (AskOnNode). The
-decision is a pure function of the observation and the published model (policy_engine.clqlmrs.model: Q-table, ε;
+decision is a pure function of the observation and the published model (algorithms.clqlmrs.model: Q-table, ε;
 exploration draws come from a generator seeded by the observation). The policy reads the model and never writes
-it; the learner (policy_engine.clqlmrs.learner), which the engine builds from the registry, writes it. See the
-package doc (policy_engine/clqlmrs/__init__.py) for the states, rewards and the two table encodings.
+it; the learner (algorithms.clqlmrs.learner), which the engine builds from the registry, writes it. See the
+package doc (algorithms/clqlmrs/__init__.py) for the states, rewards and the two table encodings.
 
 Options (`policy-engine serve --policy clqlmrs --set KEY=VALUE`):
   mode=abstract|paper   table encoding (default abstract; a loaded model fixes it)
@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from policy_engine.clqlmrs.config import POLICY_NAME, ClqlmrsConfig
-from policy_engine.clqlmrs.encoding import (
+from algorithms.clqlmrs.config import POLICY_NAME, ClqlmrsConfig
+from algorithms.clqlmrs.encoding import (
     PLACE,
     WAIT,
     LocalityState,
@@ -51,7 +51,7 @@ from policy_engine.clqlmrs.encoding import (
     read_locality,
     rng_for,
 )
-from policy_engine.clqlmrs.model import ClqlmrsModel, ModelView
+from algorithms.clqlmrs.model import ClqlmrsModel, ModelView
 from policy_engine.locality import AskOnNode, add_assignment, place
 from policy_engine.policies.fifo import fifo_order
 from policy_engine.policy import ONLINE_LEARNING, SCHEDULE, SCHEDULING_OPPORTUNITIES, Policy, register
@@ -81,7 +81,7 @@ def _state_counts(ask, node) -> list[int]:
 
 @register(POLICY_NAME, "CLQLMRS: SARSA Q-learning on cache / data / rack locality per heartbeat, learns online "
                        "from Report (CLQLMRS)", {SCHEDULE}, model="optional",
-          learner="policy_engine.clqlmrs.learner:ClqlmrsLearner.for_policy")
+          learner="algorithms.clqlmrs.learner:ClqlmrsLearner.for_policy")
 class ClqlmrsPolicy(Policy):
     name = POLICY_NAME
     capabilities = frozenset({SCHEDULE})

@@ -24,8 +24,8 @@ import numpy as np
 
 from policy_engine.artifact import ArtifactError, load_artifact
 from policy_engine.features.deeprm import BACKLOG, SLOT_TAG, ImageSpec, num_slots, since_newest_ask, slot_asks
-from policy_engine.policies.deeprm_random import request_rng
-from policy_engine.policies.rl_fc import single_threaded_blas
+from algorithms.deeprm.random_policy import request_rng
+from algorithms.rl_fc.policy import single_threaded_blas
 from policy_engine.policy import DEEPRM_JOBS, SCHEDULE, ObservationMismatch, Policy, register
 from policy_engine.types import Ask, Assignment, Locality, ScheduleDecision, ScheduleObservation
 
@@ -221,3 +221,7 @@ class DeepRMPgPolicy(Policy):
 
 def image_spec_dict(spec: ImageSpec) -> dict[str, int]:
     return dataclasses.asdict(spec)
+
+
+# the paper's baselines register beside DeepRM-PG (the policy registry imports each family's policy module)
+from algorithms.deeprm import packer, sjf  # noqa: E402,F401

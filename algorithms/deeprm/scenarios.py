@@ -14,7 +14,7 @@ assignments are the jobs started now. Parameters (`--param KEY=VALUE`):
   heartbeats deeprm: one observation per step, already DeepRM's view (slot tags)         default deeprm
              yarn: one heartbeat per node and step as the YARN plugin sends it (asks in
              submission order, run-time tag, no slots); the engine builds DeepRM's view
-             (policy_engine.deeprm_view). nodes > 1 needs yarn.
+             (algorithms.deeprm.view). nodes > 1 needs yarn.
 
 Metrics: mean job slowdown (finish - arrival) / length, mean completion time (steps), jobs, dropped jobs
 (backlog full), utilization of the two resources over the episode.
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from emulator.deeprm import DeepRMConfig, DeepRMSimulation
+from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation
 from emulator.drivers import Driver
 from emulator.scenario import Scenario, register_scenario, reject_unknown_params
 from policy_engine.policy import SCHEDULE

@@ -1,6 +1,6 @@
 """A scripted DeepRM job set through the emulator: when does each job start under a policy.
 
-    python -m emulator.deeprm_script --policy deeprm-pg --model models/deeprm-pg.safetensors \\
+    python -m algorithms.deeprm.script --policy deeprm-pg --model models/deeprm-pg.safetensors \\
         --jobs '[[0, 10, 20, 20], [2, 14, 6, 1], [2, 2, 5, 2]]'
 
 Jobs are [arrival step, length in steps, memory units, vcore units] in arrival order, on one node of 20 units,
@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from emulator.deeprm import DeepRMConfig, DeepRMSimulation
+from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation
 from emulator.drivers import make_driver
 
 

@@ -1,4 +1,4 @@
-"""`yarnrl/DeepRM-v0`: DeepRM's environment (Mao et al. 2016; DeepRM) over emulator.deeprm.DeepRMSimulation.
+"""`yarnrl/DeepRM-v0`: DeepRM's environment (Mao et al. 2016; DeepRM) over algorithms.deeprm.sim.DeepRMSimulation.
 
 The same simulator runs the `deeprm` scenario through the Schedule path. Observation: DeepRM's image,
 Box(0, 1, (time_horizon, width), float32) (policy_engine.features.deeprm.image: cluster occupancy per resource
@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from emulator.deeprm import DeepRMConfig, DeepRMSimulation
+from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation
 from policy_engine.features.deeprm import ImageSpec
 
 ENV_ID = "yarnrl/DeepRM-v0"
@@ -62,4 +62,4 @@ class DeepRMEnv(gym.Env):
 
 
 if ENV_ID not in gym.registry:
-    gym.register(id=ENV_ID, entry_point="emulator.envs.deeprm:DeepRMEnv")
+    gym.register(id=ENV_ID, entry_point="algorithms.deeprm.env:DeepRMEnv")

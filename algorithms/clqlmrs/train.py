@@ -27,8 +27,8 @@ from emulator.learners import common
 from emulator.scenario import Scenario
 from emulator.training import register_algo
 from policy_engine.artifact import ArtifactError
-from policy_engine.clqlmrs import PAPER_EPSILON, POLICY_NAME, ClqlmrsConfig, ClqlmrsModel
-from policy_engine.clqlmrs.policy import ClqlmrsPolicy
+from algorithms.clqlmrs import PAPER_EPSILON, POLICY_NAME, ClqlmrsConfig, ClqlmrsModel
+from algorithms.clqlmrs.policy import ClqlmrsPolicy
 from policy_engine.policy import OptionError
 
 DEFAULT_EPISODES = 200

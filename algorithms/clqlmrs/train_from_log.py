@@ -3,9 +3,9 @@
 Whatever policy made the logged decisions (Delay, FIFO, CLQLMRS itself, a real cluster's engine), each logged
 heartbeat is re-read in CLQLMRS's state space: every map ask with pending containers that fits the node gives one
 step per container the logged decision gave it (action PLACE, in the state of that launch) or, when it got none,
-one WAIT step (abstract mode's encoding, policy_engine.clqlmrs). The steps go, in logged order and interleaved
+one WAIT step (abstract mode's encoding, algorithms.clqlmrs). The steps go, in logged order and interleaved
 with the logged Report events (`after_decision`), through the very learner that learns online
-(policy_engine.clqlmrs.learner.ClqlmrsLearner): a PLACE step's reward is the locality its ContainerStarted event
+(algorithms.clqlmrs.learner.ClqlmrsLearner): a PLACE step's reward is the locality its ContainerStarted event
 reports, a WAIT step's is -wait_cost, and SARSA updates follow each job's trajectory. One training episode is one
 pass over the log. This is off-policy data learned with an on-policy rule (the successor action is the logged
 one), as batch SARSA over logged tuples does; the Q-values are those of the logging policy's behaviour, and the
@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from emulator.learners import common
-from emulator.learners.clqlmrs import _TRAINED, MODEL_FILE, _config, evaluate
+from algorithms.clqlmrs.train import _TRAINED, MODEL_FILE, _config, evaluate
 from emulator.scenario import Scenario
-from policy_engine.clqlmrs.encoding import (
+from algorithms.clqlmrs.encoding import (
     PLACE,
     WAIT,
     LocalityState,
@@ -34,8 +34,8 @@ from policy_engine.clqlmrs.encoding import (
     placement,
     state_counts,
 )
-from policy_engine.clqlmrs.learner import ClqlmrsLearner
-from policy_engine.clqlmrs.policy import ClqlmrsPolicy
+from algorithms.clqlmrs.learner import ClqlmrsLearner
+from algorithms.clqlmrs.policy import ClqlmrsPolicy
 from policy_engine.codec import decode_event_bytes
 from policy_engine.decision_log import decode_observation, read_decisions, read_events
 from policy_engine.locality import AskOnNode

@@ -2,7 +2,7 @@
 
 Every policy answers one cluster manager's step (a Route call carrying RouteObservation.manager): which of its tasks
 to allocate on which node, and where to forward the rest. The learning ones (fdl, sdl, bdl) keep per-manager tables
-(policy_engine.dsrap.DsrapTables) that their learner updates after every decision; `centralized` declares the
+(algorithms.dsrap.rules.DsrapTables) that their learner updates after every decision; `centralized` declares the
 `dsrap-centralized` capability, so the simulator runs one manager over all nodes for it.
 
 Options (`--set KEY=VALUE`): seed=0 (salt of the exploration draws) and any FalSettings field (alpha1, gamma1,
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from policy_engine.artifact import load_artifact
-from policy_engine.dsrap import CounterRandom, DsrapTables, FalSettings, decide
+from algorithms.dsrap.rules import CounterRandom, DsrapTables, FalSettings, decide
 from policy_engine.policy import ROUTE, ObservationMismatch, Policy, register
 from policy_engine.routing import request_hash
 from policy_engine.types import RouteDecision, RouteObservation
@@ -26,7 +26,7 @@ CENTRALIZED = "dsrap-centralized"
 
 class DsrapPolicy(Policy):
     capabilities = frozenset({ROUTE})
-    learns_inline = True    # FAL updates tables between a manager's steps (see policy_engine.dsrap)
+    learns_inline = True    # FAL updates tables between a manager's steps (see algorithms.dsrap.rules)
     route_observes = "manager"
     first = "best-first"
     second = "random"
@@ -65,7 +65,7 @@ def _approach(name: str, first: str, second: str, capabilities=frozenset({ROUTE}
                                                    "capabilities": frozenset(capabilities)})
 
 
-L = "policy_engine.dsrap:make_learner"
+L = "algorithms.dsrap.rules:make_learner"
 register("greedy", "DSRAP greedy: best-first local allocation, random routing (DSRAP)", {ROUTE}, learner=L, families={"dsrap"})(_approach("greedy", "best-first", "random"))
 register("fdl", "DSRAP FDL: Learning1 (FAL/PGA) local allocation, random routing (DSRAP)", {ROUTE}, model="optional", learner=L, families={"dsrap"})(_approach("fdl", "learning1", "random"))
 register("sdl", "DSRAP SDL: best-first local allocation, Learning2 (FAL/PGA, Eq. 6) routing (DSRAP)", {ROUTE}, model="optional", learner=L, families={"dsrap"})(_approach("sdl", "best-first", "learning2"))

@@ -1,6 +1,6 @@
 """`yarnrl/dsrap_v0`: a PettingZoo ParallelEnv over the DSRAP simulator (DSRAP), one agent per cluster manager.
 
-    from emulator.dsrap.env import parallel_env
+    from algorithms.dsrap.env import parallel_env
     env = parallel_env(load="heavy", steps=2000)
     obs, infos = env.reset(seed=0)
     obs, rewards, terms, truncs, infos = env.step({a: env.action_space(a).sample() for a in env.agents})
@@ -31,9 +31,9 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from emulator.dsrap.config import DsrapConfig
-from emulator.dsrap.sim import DsrapSim
-from policy_engine.dsrap import LEVELS, Z_TERTILE, best_first, forward_order, resource_features
+from algorithms.dsrap.config import DsrapConfig
+from algorithms.dsrap.sim import DsrapSim
+from algorithms.dsrap.rules import LEVELS, Z_TERTILE, best_first, forward_order, resource_features
 from policy_engine.types import ManagerView, RouteDecision
 
 ENV_ID = "yarnrl/dsrap_v0"

@@ -13,7 +13,7 @@ and joins a replay buffer of the latest 50,000 decisions; one training pass on 1
 the network's output for the action taken to its value (mean squared error).
 
 Everything tunable is in RlFcConfig (override with `emulator train ... --set key=value`). The trained weights are
-saved as a `rl-fc` model artifact that policy_engine.policies.rl_fc serves with numpy.
+saved as a `rl-fc` model artifact that algorithms.rl_fc.policy serves with numpy.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from emulator.multicluster.metrics import eval_app, s_log  # noqa: E402
 from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
 from policy_engine.policy import ROUTE, OptionError, Policy, create  # noqa: E402
-from policy_engine.policies.rl_fc import LAYER_NAMES, POLICY_NAME, RlFcPolicy, ValueNetwork, job_states  # noqa: E402
+from algorithms.rl_fc.policy import LAYER_NAMES, POLICY_NAME, RlFcPolicy, ValueNetwork, job_states  # noqa: E402
 from policy_engine.types import (  # noqa: E402
     DeadlineMissed,
     Event,

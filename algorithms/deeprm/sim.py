@@ -274,7 +274,7 @@ class DeepRMSimulation:
         """The heartbeat of `node` as the plugin builds it (yarn_plugin Snapshots): every waiting job's ask in
         submission order, its length only as the application tag yarnrl.expected-runtime-ms (and, parsed,
         expected_runtime_ms, as JobTags passes it), the node's running containers with their start times but no
-        remaining time, no slots. The engine builds DeepRM's view from it (policy_engine.deeprm_view)."""
+        remaining time, no slots. The engine builds DeepRM's view from it (algorithms.deeprm.view)."""
         ms = self.spec.step_ms
         waiting = sorted(j for j, _ in self.waiting())
         asks = []

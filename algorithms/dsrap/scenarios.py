@@ -1,10 +1,10 @@
 """DSRAP (DSRAP, Zhang, Lesser & Shenoy 2008): 16 shared clusters, 4 entry clusters, four task types; heavy
-and light load. Parameters and the values the paper leaves open: emulator/dsrap/config.py."""
+and light load. Parameters and the values the paper leaves open: algorithms/dsrap/config.py."""
 
 from __future__ import annotations
 
-from emulator.dsrap.config import DsrapConfig
-from emulator.dsrap.scenario import DsrapScenario
+from algorithms.dsrap.config import DsrapConfig
+from algorithms.dsrap.scenario import DsrapScenario
 from emulator.scenario import register_scenario
 
 
