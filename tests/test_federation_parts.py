@@ -4,7 +4,6 @@ invalid engine's Route answers, and benchmarks/federation.py's job mapping and m
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,7 +11,6 @@ import grpc
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "docker"))
 
 import federation as docker_federation  # noqa: E402  (docker/federation.py)
 import invalid_engine  # noqa: E402  (docker/invalid_engine.py)
