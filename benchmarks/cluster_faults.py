@@ -75,7 +75,6 @@ from policy_engine.waiting import retry, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docker"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 CASES = ("none", "kill", "pause", "slow", "invalid", "waits", "netcut")
 PROXY_CASES = ("slow", "invalid", "waits", "netcut")  # need the fault proxy in front of the engine

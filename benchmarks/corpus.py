@@ -8,11 +8,8 @@ policy understands it (a DeepRM slot heartbeat to a DeepRM policy, a DSRAP manag
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from emulator.drivers import InProcessDriver  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402

@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from policy_engine.codec import encode_schedule  # noqa: E402
 from policy_engine.engine import Engine, EngineMetrics  # noqa: E402

@@ -8,8 +8,9 @@ units, arrivals set for `--load` (0.75) per node. Each job is a YARN application
 `yarnrl.expected-runtime-ms=LENGTH`. A node has 20 units: memory `--unit-mb` (256) MB per unit, 1 vcore per unit
 (NodeManagers of 20 x 256 MB and 20 vcores; the ResourceManager's maximum allocation raised to 20 vcores).
 
-Each policy (deeprm-pg with the shipped model, sjf, packer, fifo) serves the same stream behind RlScheduler
-(the engine container restarted with it; the engine builds DeepRM's view of each heartbeat, see
+Each policy (deeprm-pg with the shipped model, sjf, packer, fifo) serves the same stream behind RlCapacityScheduler
+with DominantResourceCalculator (`--scheduler capacity`, with CAPACITY_DEEPRM's queue settings) or RlScheduler (the
+engine container restarted with it; the engine builds DeepRM's view of each heartbeat, see
 algorithms/deeprm/view.py); `--runs` job sets (seeds `--seed`, `--seed`+1, ...), policies interleaved within a
 run. Per job from the RM's REST API: job time = finish - submit, slowdown = job time / tagged length. Beside each
 policy: the emulator's prediction for the same job sets (`deeprm` scenario, heartbeats=yarn, the same number of
@@ -19,8 +20,8 @@ study on 1, 2 and 4 nodes).
     flock /tmp/yarnrl-cluster.lock .venv/bin/python benchmarks/deeprm_real.py --cluster docker --runs 3
     .venv/bin/python benchmarks/deeprm_real.py --cluster emulator --mapping
 
-Writes benchmarks/results/deeprm_real/deeprm_real-{docker,emulator}.json, a PNG and a Markdown table; the last line
-of stdout is one JSON object: {"policies": {POLICY: {"slowdown", "job_time_s", "emulator_slowdown",
+Writes benchmarks/results/deeprm_real/deeprm_real-{docker-capacity,docker-rlscheduler,emulator}.json, a PNG and a
+Markdown table; the last line of stdout is one JSON object: {"policies": {POLICY: {"slowdown", "job_time_s", "emulator_slowdown",
 "emulator_job_time_s", ...}}, ...}.
 """
 
@@ -55,6 +56,20 @@ OUT = ROOT / "benchmarks" / "results" / "deeprm_real"
 RES_SLOT = 20
 WAIT_CAP_MS = 300_000            # the plugin's wait cap for DeepRM's deliberate holds: 5 min (150 steps)
 WAIT_CAP_HEARTBEATS = 10_000_000   # the largest heartbeat cap: only the time cap bounds a hold
+# CapacityScheduler's settings for a queue of DeepRM jobs, each job one application whose only container is its AM
+# (yarn_plugin/README.md, "DeepRM"):
+CAPACITY_DEEPRM = {
+    # CapacityScheduler activates an application only while the AMs of the activated ones, allocated or not, fit in
+    # maximum-am-resource-percent of the queue, and never allocates to one it has not activated (the plugin asks the
+    # engine only about activated ones). At 1.0 only the jobs of a submission-order prefix worth one cluster are
+    # activated, so no policy can choose beyond them; 100 (x the queue) activates every waiting job, as RlScheduler
+    # (FifoScheduler: no AM limit) shows them all
+    "yarn.scheduler.capacity.maximum-am-resource-percent": "100",
+    # CapacityScheduler places at most this many off-switch containers per node heartbeat (default 1, to spread
+    # tasks); a DeepRM job's one ask is off-switch, so at 1 the jobs a policy starts together start one per
+    # heartbeat: as many as the node has units, as RlScheduler and DeepRM's model start them
+    "yarn.scheduler.capacity.per-node-heartbeat.maximum-offswitch-assignments": str(RES_SLOT),
+}
 ENGINE_SITE = "/opt/venv/lib/python3.11/site-packages/policy_engine"   # where the engine image installs it
 
 
@@ -174,8 +189,8 @@ class RealCluster:
             rm.update({"yarn.resourcemanager.scheduler.class": "org.yarnrl.yarn.RlCapacityScheduler",
                        "yarn.scheduler.capacity.resource-calculator":
                            "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator",
-                       "yarn.scheduler.capacity.maximum-am-resource-percent": "1.0",   # every job is its own AM
                        "yarn.scheduler.capacity.root.default.yarnrl.engine.enabled": "true"})
+            rm.update(CAPACITY_DEEPRM)
         spec = ClusterSpec(name=args.name, workers=args.workers, racks=1, policy="fifo", nn_port=0, rm_port=0,
                            metrics_port=0, grpc_port=0, nm_memory_mb=RES_SLOT * args.unit_mb, nm_vcores=RES_SLOT,
                            # 200 ms, not the cluster's 50: a fallback schedules FIFO, which would blur the comparison
@@ -341,6 +356,12 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def result_name(args) -> str:
+    if args.cluster != "docker" and not getattr(args, "collect", False):
+        return f"deeprm_real-{args.cluster}"
+    return "deeprm_real-docker-" + {"fifo": "rlscheduler", "capacity": "capacity"}[args.scheduler]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -364,9 +385,12 @@ def main(argv=None) -> int:
     ap.add_argument("--stop-at", metavar="HH:MM", help="start no run after this UTC time; report the runs done")
     ap.add_argument("--mapping", action="store_true", help="also the node vs pooled image study (emulator)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--collect", action="store_true",
+                    help="no run: the table, JSON and PNG from the per-run files of earlier docker runs of these seeds "
+                         "(OUT/runs-SCHEDULER/POLICY-seedN.json), e.g. runs made in several stretches of the lock")
     ap.add_argument("--analyze", type=Path, metavar="WORKDIR",
                     help="only compare a finished docker run's per-run files (its work directory) with the emulator's "
-                         "start steps and add that to deeprm_real-docker.json")
+                         "start steps and add that to deeprm_real-docker-{rlscheduler,capacity}.json")
     args = ap.parse_args(argv)
     policies = [p for p in args.policies.split(",") if p]
     unknown = [p for p in policies if p not in LABEL]
@@ -375,7 +399,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     seeds = [args.seed + r for r in range(args.runs)]
     if args.analyze is not None:
-        path = args.out / "deeprm_real-docker.json"
+        path = args.out / f"{result_name(args)}.json"
         result = json.loads(path.read_text())
         result["start_agreement"] = analyze(args, policies, args.analyze)
         path.write_text(json.dumps(result, indent=1))
@@ -385,6 +409,12 @@ def main(argv=None) -> int:
     def log(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
+    if args.collect:   # only the job sets every policy ran; the emulator's prediction for exactly those
+        seeds = [s for s in seeds if all((args.out / f"runs-{args.scheduler}" / f"{p}-seed{s}.json").exists()
+                                         for p in policies)]
+        if not seeds:
+            ap.error(f"--collect: no job set of seeds {args.seed}..{args.seed + args.runs - 1} has every policy's "
+                     f"file in {args.out / f'runs-{args.scheduler}'}")
     result: dict = {"cluster": args.cluster, "scheduler": args.scheduler, "workers": args.workers, "load": args.load, "step_ms": args.step_ms,
                     "simu_len": args.simu_len, "unit_mb": args.unit_mb, "seeds": seeds, "policies": {}}
     for p in policies:
@@ -409,6 +439,8 @@ def main(argv=None) -> int:
             real.up(workdir)
             result["resource_calculator"] = real.calculator
             result["wait_cap"] = {"max_ms": WAIT_CAP_MS, "max_heartbeats": WAIT_CAP_HEARTBEATS}
+            if args.scheduler == "capacity":
+                result["capacity_settings"] = CAPACITY_DEEPRM
             for r, seed in enumerate(seeds):
                 if args.stop_at and time.strftime("%H:%M", time.gmtime()) >= args.stop_at:
                     log(f"--stop-at {args.stop_at}: no more runs ({r} done)")
@@ -432,6 +464,23 @@ def main(argv=None) -> int:
             log("interrupted: reporting the runs done so far")
         finally:
             real.down()
+    if args.collect:
+        # the per-run files of docker runs made in several stretches (e.g. --seed 1 --runs 1, then --seed 2 --runs 2)
+        runs_dir = f"runs-{args.scheduler}"
+        per = {p: [] for p in policies}
+        for seed in seeds:
+            files = {p: args.out / runs_dir / f"{p}-seed{seed}.json" for p in policies}
+            for p, f in files.items():
+                run = json.loads(f.read_text())
+                per[p].append({k: v for k, v in run.items() if k != "jobs_detail"} | {"seed": seed})
+            runs_done += 1
+        result["cluster"] = "docker"
+        result["per_run"] = per
+        result["wait_cap"] = {"max_ms": WAIT_CAP_MS, "max_heartbeats": WAIT_CAP_HEARTBEATS}
+        if args.scheduler == "capacity":
+            result["capacity_settings"] = CAPACITY_DEEPRM
+            result["resource_calculator"] = "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
+    if args.cluster == "docker" or args.collect:
         result["start_agreement"] = analyze(args, policies, args.out / runs_dir)
         for p in policies:
             rs = [x for x in per[p] if x["completed"]]
@@ -445,14 +494,13 @@ def main(argv=None) -> int:
                 overhead_s=float(np.mean([x.get("overhead_s", float("nan")) for x in rs])),
                 completed=sum(x["completed"] for x in rs), jobs=sum(x["jobs"] for x in rs),
                 engine_decisions=sum(x["engine_decisions"] for x in rs))
-    result["runs_done"] = runs_done if args.cluster == "docker" else len(seeds)
+    result["runs_done"] = runs_done if args.cluster == "docker" or args.collect else len(seeds)
     emu_rank = sorted(policies, key=lambda p: result["policies"][p]["emulator_slowdown"])
     result["emulator_ranking"] = emu_rank
     if all("slowdown" in result["policies"][p] for p in policies):
         result["real_ranking"] = sorted(policies, key=lambda p: result["policies"][p]["slowdown"])
         result["ranking_preserved"] = result["real_ranking"] == emu_rank
-    name = f"deeprm_real-{args.cluster}" + ("-rlscheduler" if args.cluster == "docker" and args.scheduler == "fifo"
-                                             else "")
+    name = result_name(args)
     (args.out / f"{name}.json").write_text(json.dumps(result, indent=1))
     (args.out / f"{name}.md").write_text(table(result) + "\n")
     try:

@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from emulator.evaluate import run_policy  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402

@@ -34,7 +34,6 @@ import numpy as np
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from emulator.drivers import make_driver  # noqa: E402
 from algorithms.dsrap.config import TASK_TYPES  # noqa: E402

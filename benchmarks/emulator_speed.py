@@ -23,7 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from emulator.drivers import make_driver  # noqa: E402
 from emulator.multicluster.sim import COMPILED  # noqa: E402

@@ -39,7 +39,6 @@ import grpc
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from policy_engine.cli import start_engine_subprocess  # noqa: E402
 from policy_engine.client import PolicyEngineClient  # noqa: E402

@@ -36,7 +36,6 @@ from pathlib import Path
 import grpc
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from policy_engine.cli import start_engine_subprocess  # noqa: E402
 from policy_engine.client import AsyncPolicyEngineClient, PolicyEngineClient  # noqa: E402
@@ -329,8 +328,7 @@ def learning_overhead(n: int = 3000, block: int = 250) -> dict:
     """In-process Engine.schedule time for CLQLMRS on a 20-ask heartbeat with map input, learning off and on
     (same exploration rate, 0.05, in both: drawing exploration randomness is part of deciding, not of learning).
     The two engines take turns in blocks of `block` decisions, so a change in the machine's load falls on both."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from clqlmrs_heartbeats import map_job, node, observe
+    from clqlmrs_heartbeats import map_job, node, observe  # benchmarks/ (this script's folder)
 
     from policy_engine.engine import Engine
     from policy_engine.policy import create

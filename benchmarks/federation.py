@@ -7,12 +7,14 @@
 The stream is the emulator's own: `generate(jobs, RL-FC's PATTERN, RL-FC's job profile, 5 clusters, seed)`
 (emulator/multicluster/workload.py), so the emulator's prediction is for exactly these jobs. Each emulated job
 becomes one real MapReduce sleep job, submitted through the Router at its arrival time:
-  * arrival step * --arrival-seconds (default 0.75 s per step);
+  * (arrival step - the first job's) * --arrival-seconds (default 1.5 s per step): the stream starts at once;
   * maps = the job's mean executor request / --executors-per-map (default 120), 1..3 maps;
   * map time = one execution's run time in steps * --task-seconds (default 0.25 s per step); a streaming job
     runs one batch (its first execution);
   * tags: yarnrl.category, yarnrl.deadline-ms (time-critical and streaming: the job's optimal real run time *
-    its emulated deadline / run time ratio), yarnrl.expected-runtime-ms, yarnrl.executors.
+    its emulated deadline / run time ratio), yarnrl.expected-runtime-ms, yarnrl.executors;
+  * the client, ApplicationMaster and map JVMs run with --jvm-opts (default C1 only and the serial collector):
+    each job starts 2-5 short-lived JVMs, and on 2 cores their JIT and GC threads are most of the CPU a stream uses.
 The job's optimal real run time OR = map time + the overhead of one job alone (measured first: a 1-map job of
 1 s on the idle federation). From the RMs' start and finish times (each job looked up on the RM that ran it):
 AR, deadline misses (AR > deadline), TMDL = their total, AJDR = mean 100 * (AR / OR - 1), AJER = mean
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -78,6 +81,7 @@ def workload(args):
 
 def real_jobs(w, args, overhead_s: float) -> list[dict]:
     jobs = []
+    first = float(np.min(w.arrival)) if w.n_jobs else 0.0
     for j in range(w.n_jobs):
         cat = int(w.category[j])
         mean_exec = float(np.mean(w.base_distribution[j]))
@@ -88,7 +92,7 @@ def real_jobs(w, args, overhead_s: float) -> list[dict]:
         deadline_ratio = float(w.deadline[j]) / max(1, run_steps) if w.deadline[j] > 0 else 0.0
         deadline_s = optimal * deadline_ratio if deadline_ratio > 0 else 0.0
         jobs.append({
-            "index": j, "category": CATEGORIES.get(cat, "regular"), "arrival_s": float(w.arrival[j]) * args.arrival_seconds,
+            "index": j, "category": CATEGORIES.get(cat, "regular"), "arrival_s": (float(w.arrival[j]) - first) * args.arrival_seconds,
             "maps": maps, "map_s": map_s, "optimal_s": optimal, "deadline_s": deadline_s,
             "tags": ",".join([f"yarnrl.category={CATEGORIES.get(cat, 'regular')}",
                               f"yarnrl.executors={maps}", f"yarnrl.expected-runtime-ms={int(map_s * 1000)}"]
@@ -98,9 +102,14 @@ def real_jobs(w, args, overhead_s: float) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------------- real runs
-def submit(fed, name: str, job: dict, log: Path) -> subprocess.Popen:
-    cmd = ["docker", "exec", fed.spec.container("client"), "timeout", "900", "hadoop", "jar", EXAMPLES_JAR,
-           f"-Dmapreduce.job.tags={job['tags']}", f"-Dmapreduce.job.name={name}",
+TASK_JVM = "-Xmx320m -Djava.net.preferIPv4Stack=true"  # docker/hadoop/conf/mapred-site.xml.in's, kept
+
+
+def submit(fed, name: str, job: dict, log: Path, jvm_opts: str = "") -> subprocess.Popen:
+    opts = f"{TASK_JVM} {jvm_opts}".strip()
+    cmd = ["docker", "exec", "-e", f"HADOOP_CLIENT_OPTS={jvm_opts}", fed.spec.container("client"), "timeout", "900",
+           "hadoop", "jar", EXAMPLES_JAR, f"-Dmapreduce.job.tags={job['tags']}", f"-Dmapreduce.job.name={name}",
+           f"-Dyarn.app.mapreduce.am.command-opts={opts}", f"-Dmapreduce.map.java.opts={opts}",
            "-m", str(job["maps"]), "-r", "0", "-mt", str(int(job["map_s"] * 1000))]
     return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
@@ -138,9 +147,21 @@ class UtilisationSampler(threading.Thread):
                 pass
 
 
-def run_one_job_alone(fed, tmp: Path) -> float:
+def containers_cpu_seconds(fed) -> float | None:
+    """CPU seconds the federation's containers have used so far (Docker's counters; None where unreadable)."""
+    try:
+        total = 0
+        for c in fed.containers():
+            total += c.stats(stream=False, one_shot=True)["cpu_stats"]["cpu_usage"]["total_usage"]
+        return total / 1e9
+    except Exception:  # noqa: BLE001 - the CPU figure is context for the numbers, not a reason to stop the run
+        return None
+
+
+def run_one_job_alone(fed, tmp: Path, jvm_opts: str = "") -> float:
     """Elapsed minus map time of a 1-map, 1-second job on the idle federation: the per-job overhead."""
-    p = submit(fed, "fed-calibration", {"tags": "yarnrl.category=regular", "maps": 1, "map_s": 1.0}, tmp / "calib.log")
+    p = submit(fed, "fed-calibration", {"tags": "yarnrl.category=regular", "maps": 1, "map_s": 1.0}, tmp / "calib.log",
+               jvm_opts)
     p.wait(timeout=600)
     m = APP_ID.search((tmp / "calib.log").read_text())
     if not m:
@@ -173,19 +194,21 @@ def run_policy(fed, policy: str, jobs: list[dict], args, tmp: Path) -> dict:
     sampler = UtilisationSampler(fed)
     sampler.start()
     procs = []
+    cpu0, load0 = containers_cpu_seconds(fed), os.getloadavg()[0]
     t0 = time.monotonic()
     for job in tqdm(jobs, desc=f"federation {policy}", unit="job", file=sys.stderr):
         delay = job["arrival_s"] - (time.monotonic() - t0)
         if delay > 0:
             time.sleep(delay)
         log = tmp / f"{policy}-{job['index']}.log"
-        procs.append((job, log, submit(fed, f"fed-{policy}-{job['index']}", job, log)))
+        procs.append((job, log, submit(fed, f"fed-{policy}-{job['index']}", job, log, args.jvm_opts)))
     for _, _, p in procs:
         try:
             p.wait(timeout=max(60.0, args.job_timeout - (time.monotonic() - t0)))
         except subprocess.TimeoutExpired:
             p.kill()
     wall = time.monotonic() - t0
+    cpu1, load1 = containers_cpu_seconds(fed), os.getloadavg()[0]
     sampler.stop_event.set()
     sampler.join()
     jmx = fed.router_jmx()
@@ -199,7 +222,11 @@ def run_policy(fed, policy: str, jobs: list[dict], args, tmp: Path) -> dict:
             row.update(rec)
             row["ar_s"] = (rec["finished"] - rec["started"]) / 1000.0 if rec["finished"] else None
         rows.append(row)
-    return summarise(policy, rows, sampler.samples, jmx, wall)
+    out = summarise(policy, rows, sampler.samples, jmx, wall)
+    # how busy the 2 cores were: the federation's own CPU use and the machine's load (other work included)
+    out["cpu_s"] = round(cpu1 - cpu0, 1) if cpu0 is not None and cpu1 is not None else None
+    out["load_average"] = [round(load0, 1), round(load1, 1)]
+    return out
 
 
 def summarise(policy: str, rows: list[dict], util: dict[str, list[float]], jmx: dict, wall: float) -> dict:
@@ -223,7 +250,8 @@ def summarise(policy: str, rows: list[dict], util: dict[str, list[float]], jmx: 
                                            "FallbacksTimeout", "FallbacksUnavailable", "FallbacksError",
                                            "FallbacksInvalidAnswer", "FallbacksPaddingChosen",
                                            "FallbacksBreakerOpen", "DecisionMicrosP50", "DecisionMicrosP99",
-                                           "DecisionMicrosMax")},
+                                           "DecisionMicrosMax", "StateStoreMicrosP50", "StateStoreMicrosP99",
+                                           "EngineMicrosP50", "EngineMicrosP99")},
         "wall_s": round(wall, 1), "rows": rows,
     }
 
@@ -307,6 +335,29 @@ def rank(values: dict[str, float]) -> list[str]:
     return [p for p, _ in sorted(values.items(), key=lambda kv: (kv[1], kv[0]))]
 
 
+def rank_text(values: dict[str, float]) -> str:
+    """'a < b = c': the order, with ties shown as ties."""
+    order = rank(values)
+    out = order[:1]
+    for prev, p in zip(order, order[1:]):
+        out += ["=" if values[p] == values[prev] else "<", p]
+    return " ".join(out)
+
+
+def pair_agreement(real: dict[str, float], predicted: dict[str, float]) -> dict:
+    """Of the policy pairs the emulator orders strictly, how many the real run orders the same way (a tie in the
+    real run counts as not agreeing): a ranking of 5 noisy numbers is rarely preserved whole."""
+    pols = sorted(predicted)
+    ordered = agree = 0
+    for i, a in enumerate(pols):
+        for b in pols[i + 1:]:
+            if predicted[a] == predicted[b]:
+                continue
+            ordered += 1
+            agree += (predicted[a] < predicted[b]) == (real[a] < real[b]) and real[a] != real[b]
+    return {"ordered_pairs": ordered, "agreeing": agree}
+
+
 def write_report(result: dict, out: Path) -> None:
     import matplotlib
 
@@ -316,23 +367,31 @@ def write_report(result: dict, out: Path) -> None:
     pols = [r["policy"] for r in result["runs"]]
     lines = [f"Real federation ({result['federation']}), {result['jobs']} jobs, pattern {result['pattern']}, "
              f"seed {result['seed']}; per-job overhead {result['overhead_s']:.1f} s. Emulator prediction in "
-             "brackets (same jobs, the model's 5-cluster federation).", "",
+             "brackets (same jobs, the model's 5-cluster federation). CPU s: the federation's containers during the "
+             "stream; load: the machine's 1-minute load average at its start and end.", "",
              "| policy | TMDL | AJDR % | AJER % | missed reg / tc / str | succeeded | jobs per sub-cluster | "
-             "utilisation | engine decisions | fallbacks | p99 decision ms |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "utilisation | engine decisions | fallbacks | decision ms p50 / p99 | wall s | CPU s | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["runs"]:
         p = r["prediction"]
         mc, pc = r["missed_per_category"], p["missed_per_category"]
         util = ", ".join(f"{k} {v:.2f}" for k, v in r["utilisation"].items() if v is not None)
         ro = r["router"]
-        p99 = (ro.get("DecisionMicrosP99") or 0) / 1000.0
+        p50, p99 = ((ro.get(k) or 0) / 1000.0 for k in ("DecisionMicrosP50", "DecisionMicrosP99"))
         lines.append(f"| {r['policy']} | {r['tmdl']} ({p['tmdl']}) | {r['ajdr']:.1f} ({p['ajdr']:.1f}) | "
                      f"{r['ajer']:.1f} ({p['ajer']:.1f}) | {mc['regular']}/{mc['time-critical']}/{mc['streaming']} "
                      f"({pc['regular']}/{pc['time-critical']}/{pc['streaming']}) | {r['succeeded']}/{r['jobs']} | "
                      f"{r['jobs_per_subcluster']} | {util} | {ro.get('EngineDecisions')} | "
-                     f"{ro.get('FallbacksTotal')} | {p99:.1f} |")
-    lines += ["", f"TMDL ranking, real: {' < '.join(result['ranking_real'])}; emulator: "
-                  f"{' < '.join(result['ranking_predicted'])} (preserved: {result['ranking_preserved']})."]
+                     f"{ro.get('FallbacksTotal')} | {p50:.1f} / {p99:.1f} | {r['wall_s']:.0f} | {r.get('cpu_s')} | "
+                     f"{'-'.join(str(x) for x in r.get('load_average', []))} |")
+    pa = result["pair_agreement"]
+    if result.get("policies_not_run"):
+        lines += ["", f"Not run (the run was cut short): {', '.join(result['policies_not_run'])}."]
+    real = rank_text({r["policy"]: r["tmdl"] for r in result["runs"]})
+    pred = rank_text({r["policy"]: r["prediction"]["tmdl"] for r in result["runs"]})
+    lines += ["", f"TMDL ranking, real: {real}; emulator: {pred} (preserved: {real == pred}; of the "
+                  f"{pa['ordered_pairs']} policy pairs the emulator orders strictly, {pa['agreeing']} in the same "
+                  "order)."]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     x = np.arange(len(pols))
@@ -355,18 +414,29 @@ def main(argv=None) -> int:
     ap.add_argument("--pattern", default="uniform", choices=("uniform", "bernoulli", "beta"))
     ap.add_argument("--jobs", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--arrival-seconds", type=float, default=0.75, help="real seconds per emulated arrival step")
+    ap.add_argument("--arrival-seconds", type=float, default=1.5,
+                    help="real seconds per emulated arrival step (at 0.75, 6 jobs at once tripled each job's run time "
+                         "on 2 shared cores)")
     ap.add_argument("--task-seconds", type=float, default=0.25, help="real seconds per emulated run-time step")
     ap.add_argument("--executors-per-map", type=float, default=120.0,
                     help="emulated executors per real map (the jobs' 50-350 executors -> 1-3 maps)")
-    ap.add_argument("--job-timeout", type=float, default=1800.0, help="seconds for a policy's whole stream")
+    ap.add_argument("--jvm-opts", default="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+                    help="extra options of the client, ApplicationMaster and map JVMs ('' for the JVM's defaults)")
+    ap.add_argument("--job-timeout", type=float, default=1200.0, help="seconds for a policy's whole stream")
     ap.add_argument("--predict-only", action="store_true", help="only the emulator's prediction (no federation)")
     ap.add_argument("--buffer-study", type=int, default=0, metavar="EPISODES",
                     help="only the emulator: each policy with the papers' global buffer vs the Router's one-job "
                          "buffer, mean TMDL / AJDR over EPISODES full-size episodes")
+    ap.add_argument("--report-from", metavar="PARTIAL_JSON",
+                    help="no run: the table, PNG and JSON from a cut-short run's .partial.json (its finished policies)")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if args.report_from:
+        part = json.loads(Path(args.report_from).read_text())
+        s = part["settings"]
+        return finish(part["runs"], part["overhead_s"], s, part.get("federation", "(not recorded)"), Path(args.out),
+                      [p.strip() for p in s["policies"].split(",") if p.strip()])
     if args.jobs < 1:
         ap.error("--jobs must be at least 1")
     if args.buffer_study:
@@ -389,7 +459,7 @@ def main(argv=None) -> int:
     fed.restart_router(router_settings("maf", args))
     fed.restart_engine("maf")
     wait_router_policy(fed)
-    overhead = run_one_job_alone(fed, tmp)
+    overhead = run_one_job_alone(fed, tmp, args.jvm_opts)
     print(f"[federation] per-job overhead (1-map 1 s job alone): {overhead:.1f} s", file=sys.stderr)
     jobs = real_jobs(w, args, overhead)
     runs = []
@@ -398,20 +468,34 @@ def main(argv=None) -> int:
         r["prediction"] = predictions[p]
         runs.append(r)
         partial = Path(args.out) / f"federation-{args.pattern}-{args.jobs}.partial.json"
-        partial.write_text(json.dumps({"runs": runs, "overhead_s": overhead, "settings": vars(args)}, indent=1))
+        partial.write_text(json.dumps({"runs": runs, "overhead_s": overhead, "settings": vars(args),
+                                       "federation": f"{'+'.join(fed.spec.sc_ids())} "
+                                       f"({'/'.join(str(m) for m in fed.spec.sc_memory_mb)} MB)"}, indent=1))
         print(f"[federation] {p}: TMDL {r['tmdl']} (emulator {predictions[p]['tmdl']}), AJDR {r['ajdr']:.1f}, "
               f"succeeded {r['succeeded']}/{r['jobs']}, fallbacks {r['router'].get('FallbacksTotal')}",
               file=sys.stderr)
+    return finish(runs, overhead, vars(args), f"{'+'.join(fed.spec.sc_ids())} "
+                  f"({'/'.join(str(m) for m in fed.spec.sc_memory_mb)} MB)", Path(args.out), policies)
+
+
+def finish(runs: list[dict], overhead: float, settings: dict, federation: str, out_dir: Path,
+           policies: list[str]) -> int:
+    """The result of the policies that ran (all of them, or those a cut-short run finished): JSON, table, PNG."""
     real_rank = rank({r["policy"]: r["tmdl"] for r in runs})
     pred_rank = rank({r["policy"]: r["prediction"]["tmdl"] for r in runs})
-    result = {"benchmark": "federation", "federation": f"{'+'.join(fed.spec.sc_ids())} "
-              f"({'/'.join(str(m) for m in fed.spec.sc_memory_mb)} MB)", "pattern": args.pattern, "jobs": args.jobs,
-              "seed": args.seed, "overhead_s": overhead, "settings": vars(args), "runs": runs,
-              "ranking_real": real_rank, "ranking_predicted": pred_rank, "ranking_preserved": real_rank == pred_rank}
-    out = Path(args.out) / f"federation-{args.pattern}-{args.jobs}"
+    done = [r["policy"] for r in runs]
+    result = {"benchmark": "federation", "federation": federation, "pattern": settings["pattern"],
+              "jobs": settings["jobs"], "seed": settings["seed"], "overhead_s": overhead, "settings": settings,
+              "runs": runs, "policies_not_run": [p for p in policies if p not in done],
+              "ranking_real": real_rank, "ranking_predicted": pred_rank,
+              "ranking_preserved": rank_text({r["policy"]: r["tmdl"] for r in runs})
+              == rank_text({r["policy"]: r["prediction"]["tmdl"] for r in runs}),
+              "pair_agreement": pair_agreement({r["policy"]: r["tmdl"] for r in runs},
+                                               {r["policy"]: r["prediction"]["tmdl"] for r in runs})}
+    out = out_dir / f"federation-{settings['pattern']}-{settings['jobs']}"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
-    (Path(args.out) / f"federation-{args.pattern}-{args.jobs}.partial.json").unlink(missing_ok=True)
+    (out_dir / f"federation-{settings['pattern']}-{settings['jobs']}.partial.json").unlink(missing_ok=True)
     write_report(result, out)
     print(out.with_suffix(".md").read_text())
     summary = {k: v for k, v in result.items() if k != "runs"}

@@ -49,8 +49,6 @@ import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 ACCEPTED_CODES = {"OK", "INVALID_ARGUMENT", "UNIMPLEMENTED"}
 TARGETS = ("schedule", "route", "report", "schedule_batch")

@@ -203,8 +203,7 @@ class MiniTarget:
     def __init__(self, workdir: Path, deadline_ms: int = 50):
         import shutil
 
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        import real_locality as rl
+        import real_locality as rl  # benchmarks/ (this script's folder)
 
         self.rl = rl
         rl.build_plugin()

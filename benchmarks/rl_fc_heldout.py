@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # (label, demand_scale, rate_scale): the training workload, then Table III's eased / stressed requests, and the
 # ones further out, arrivals 0.7x / 1.4x as frequent, and both together

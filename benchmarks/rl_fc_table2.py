@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from emulator.evaluate import run_policy  # noqa: E402
 from emulator.multicluster.metrics import eval_app, ratio, scores_000  # noqa: E402

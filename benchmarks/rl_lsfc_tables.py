@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from emulator.evaluate import run_policy  # noqa: E402
 from emulator.learners.common import write_json  # noqa: E402

@@ -26,7 +26,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 CASES = {"rl-fc": "multicluster-uniform", "rl-lsfc": "hetero-elastic-uniform"}
 

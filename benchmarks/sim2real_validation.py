@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from emulator.calibration import (calibrate, format_rows, load_points, predict,  # noqa: E402
                                   ranking_preserved, residual_table)

@@ -39,8 +39,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 from corpus import load_corpus  # noqa: E402
 from fuzz import _proc_fds, _proc_rss_mb  # noqa: E402

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A YARN Federation in containers: ZooKeeper, a Router with the learned Router policy, N sub-clusters (each a
-ResourceManager with RlScheduler and its workers), one HDFS, the policy engine and a client.
+ResourceManager with RlCapacityScheduler and its workers), one HDFS, the policy engine and a client.
 
     python docker/cluster.py up --federation 2 --name fed [--sc-memory 4096,2048] [--policy rl-fc ...]
     python docker/cluster.py down --name fed
@@ -13,7 +13,7 @@ verified: 3.4.2 Router, 3.5.0 RMs, a ZooKeeper state store (ZooKeeper runs from 
 |---|---|
 | `NAME-zk` (zk) | ZooKeeper 3.8 (the federation state store) |
 | `NAME-router` (router) | the Router (clients :8050, web :8089) through org.yarnrl.federation.RouterLauncher |
-| `NAME-rmK` (rmK) | sub-cluster SCK's ResourceManager (RlScheduler, scheduling natively: the engine routes here) |
+| `NAME-rmK` (rmK) | sub-cluster SCK's ResourceManager (RlCapacityScheduler, scheduling natively: the engine routes here; ApplicationMasters hold at most half its memory, so a burst of jobs cannot deadlock it) |
 | `NAME-scK-workerJ` | a DataNode and SCK's NodeManager |
 | `NAME-nn`, `NAME-engine`, `NAME-client` | as in the single cluster; the client submits to router:8050 |
 
@@ -65,6 +65,7 @@ class FederationSpec(ClusterSpec):
     # extra Router properties "key=value" (e.g. yarnrl.federation.pad-clusters=5, a bad setting in a test)
     router_settings: list[str] = field(default_factory=list)
     router_deadline_ms: int = 50
+    max_am_share: float = 0.5       # each RM's CapacityScheduler: the share of memory ApplicationMasters may hold
     router_breaker_open_ms: int = 5000
     models_dir: str | None = None   # mounted read-only at /models in the engine container
     # sub-cluster ids (default SC1..SCN). The Router policy numbers a sub-cluster by its id's trailing number, and
@@ -138,6 +139,11 @@ class Federation(Cluster):
                 _prop("yarn.federation.state-store.heartbeat-interval-secs", "1"),
                 _prop("yarn.federation.state-store.heartbeat.initial-delay", "1s"),
                 _prop("yarn.federation.cache-ttl.secs", "0"),
+                # FIFO admits every ApplicationMaster: a burst of routed jobs filled SC5 with 8 AMs and SC3 with 4,
+                # no memory was left for a single map, and every job waited forever (measured, 40-job stream).
+                # CapacityScheduler (the plugin's, natively: no queue opts in) caps AMs at half the memory.
+                _prop("yarn.resourcemanager.scheduler.class", "org.yarnrl.yarn.RlCapacityScheduler"),
+                _prop("yarn.scheduler.capacity.maximum-am-resource-percent", str(s.max_am_share)),
             ])
         elif role in s.worker_hosts():
             k = s.sc_of(role)

@@ -43,8 +43,10 @@ def engine_factory():
             e.stop()
 
 
-# docker/*.py (cluster.py, federation.py, images.py) import each other as scripts; the container tests import them
+# docker/*.py (cluster.py, federation.py, images.py) and benchmarks/*.py import their siblings as scripts do; the tests
+# import both, from here. docker/ comes first: `federation` is docker/federation.py, not benchmarks/federation.py
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk's image would come from a registry
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docker"))
 
 

@@ -5,13 +5,11 @@ container cluster in tests/cluster/test_docker_cluster.py."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import cluster_faults as cf  # noqa: E402
 
@@ -152,7 +150,6 @@ def test_proxy_cases_need_a_cluster_with_the_fault_proxy():
             raise cluster.ClusterError("cluster 'x' has no fault proxy in front of its engine: start it with "
                                        "`docker/cluster.py up --fault-proxy` (ClusterSpec.fault_proxy)")
 
-    sys.path.insert(0, str(ROOT / "docker"))
     import cluster
 
     for case in cf.PROXY_CASES:

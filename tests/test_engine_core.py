@@ -263,9 +263,6 @@ def test_clqlmrs_policy_and_learner_depend_on_the_model_not_on_each_other():
 def test_schedule_decoder_equals_the_full_decode_and_names_the_same_errors():
     """The server's hot path (serialized request, asks decoded once and recognised by their bytes) gives the same
     observation as decode_schedule, and refuses what it refuses with the same message."""
-    import sys as _sys
-
-    _sys.path.insert(0, str(REPO / "benchmarks"))
     from engine_throughput import heartbeat
 
     from policy_engine.codec import InvalidRequest, ScheduleDecoder, decode_schedule, encode_schedule
@@ -304,9 +301,6 @@ def test_schedule_decoder_reuses_repeated_asks_and_cluster_whatever_the_field_or
     """Asks and cluster repeated after a new node are taken whole from the decoder's tail cache (same observation
     as decode_schedule, a fresh asks list each time); requests whose fields come in another order, or whose node
     is bad, take the other paths and give the same result or error."""
-    import sys as _sys
-
-    _sys.path.insert(0, str(REPO / "benchmarks"))
     from engine_throughput import heartbeat
 
     from policy_engine.codec import InvalidRequest, ScheduleDecoder, decode_schedule, parse_schedule_request
@@ -346,9 +340,6 @@ def test_a_node_overcommitted_in_a_dimension_yarn_does_not_count_is_decoded_with
     and the RM reports -1 vcores unallocated (seen on the container cluster: every such heartbeat was refused
     INVALID_ARGUMENT and fell back, the plugin's FallbacksError). The engine reads it as no vcores free, places
     nothing that needs one there, and keeps refusing a negative total or container."""
-    import sys as _sys
-
-    _sys.path.insert(0, str(REPO / "benchmarks"))
     from engine_throughput import heartbeat
 
     from policy_engine.codec import InvalidRequest, ScheduleDecoder, decode_schedule

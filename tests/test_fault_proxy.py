@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sys
 import threading
 import time
-from pathlib import Path
 
 import grpc
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docker"))
 
 import fault_proxy as fp  # noqa: E402
 import invalid_engine as ie  # noqa: E402

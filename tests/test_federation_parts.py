@@ -4,7 +4,6 @@ invalid engine's Route answers, and benchmarks/federation.py's job mapping and m
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,7 +11,6 @@ import grpc
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "docker"))
 
 import federation as docker_federation  # noqa: E402  (docker/federation.py)
 import invalid_engine  # noqa: E402  (docker/invalid_engine.py)
@@ -70,7 +68,7 @@ def test_stream_mapping_and_metrics():
     assert len(jobs) == 12
     for j, job in zip(range(12), jobs):
         assert 1 <= job["maps"] <= 3
-        assert job["arrival_s"] == pytest.approx(float(w.arrival[j]) * 0.5)
+        assert job["arrival_s"] == pytest.approx((float(w.arrival[j]) - float(min(w.arrival))) * 0.5)
         assert job["optimal_s"] == pytest.approx(job["map_s"] + 10.0)
         assert (job["deadline_s"] > 0) == (w.deadline[j] > 0)
         assert f"yarnrl.executors={job['maps']}" in job["tags"]
@@ -88,5 +86,9 @@ def test_stream_mapping_and_metrics():
     assert s["jobs_per_subcluster"] == {"SC5": 1, "SC3": 2}
     assert s["utilisation"] == {"SC5": pytest.approx(0.6), "SC3": None}
     assert bench.rank({"a": 3, "b": 1, "c": 3}) == ["b", "a", "c"]
+    assert bench.rank_text({"a": 3, "b": 1, "c": 3}) == "b < a = c"
+    # predicted a < b < c, a == d: pairs (a,b) (a,c) (b,c) (b,d) (c,d); real agrees on (a,c) and (b,c) only
+    assert bench.pair_agreement({"a": 2, "b": 2, "c": 5, "d": 9}, {"a": 1, "b": 2, "c": 3, "d": 1}) == \
+        {"ordered_pairs": 5, "agreeing": 2}
     assert bench.router_settings("rl-lsfc", SimpleNamespace(task_seconds=0.25, executors_per_map=120))[-1] == \
         "yarnrl.federation.history.length=105"

@@ -69,7 +69,6 @@ def test_a_route_request_of_the_other_kind_is_an_observation_mismatch(policy, ma
 
 
 def test_a_model_of_another_cluster_count_is_an_observation_mismatch():
-    sys.path.insert(0, str(REPO / "benchmarks"))
     from corpus import load_corpus
 
     from policy_engine.codec import decode_route_bytes
@@ -112,7 +111,6 @@ def test_a_stream_message_that_is_not_the_message_is_invalid_argument(lf_e, meth
 def test_inputs_that_once_crashed_the_engine_now_get_an_answer():
     """Crash inputs the fuzzer saved (benchmarks/results/fuzz/crashes), replayed through the same harness: each
     must now be answered (a decision or INVALID_ARGUMENT)."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
     from corpus import load_corpus
     from fuzz import Harness
 
@@ -124,7 +122,6 @@ def test_inputs_that_once_crashed_the_engine_now_get_an_answer():
 
 
 def test_a_job_distribution_of_another_length_is_an_observation_mismatch():
-    sys.path.insert(0, str(REPO / "benchmarks"))
     from corpus import load_corpus
 
     from policy_engine.codec import decode_route_bytes

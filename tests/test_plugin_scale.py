@@ -76,7 +76,6 @@ def test_small_cluster_native_and_engine(tmp_path):
 def test_engine_figures_from_counters_and_histogram():
     """The issue-24 columns: engine-decided share over the measured window, fallbacks by reason, engine CPU per
     decision and latency quantiles from the engine's Prometheus histogram."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import plugin_scale as ps
 
     # 100 decisions: 50 under 0.1 ms, 40 more under 0.25 ms, 10 more under 1 ms

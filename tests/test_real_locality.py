@@ -4,14 +4,12 @@ themselves need Docker and minutes of a real cluster (`real_locality.py --cluste
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import real_locality as rl  # noqa: E402
 
@@ -85,7 +83,6 @@ def test_the_plugin_builds_output_goes_to_stderr_not_stdout(tmp_path, monkeypatc
 
 
 # ------------------------------------------------------------------------------------------ the shaped cluster
-sys.path.insert(0, str(ROOT / "docker"))
 import cluster as docker_cluster  # noqa: E402  (docker/cluster.py)
 
 

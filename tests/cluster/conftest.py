@@ -26,7 +26,8 @@ def cluster(docker_engine):
     build_s = time.monotonic() - t
     spec = docker_cluster.ClusterSpec(name=f"yarnrl-test-{uuid.uuid4().hex[:6]}", policy="delay",
                                       nn_port=None, rm_port=None, metrics_port=None, grpc_port=None,
-                                      breaker_open_ms=3000, fault_proxy=True)
+                                      breaker_open_ms=3000, fault_proxy=True,
+                                      task_jvm_opts=docker_cluster.SHORT_LIVED_JVM_FLAGS)  # less CPU per job JVM
     cl = docker_cluster.Cluster(spec)
     t = time.monotonic()
     try:

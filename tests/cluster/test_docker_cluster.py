@@ -17,7 +17,6 @@ import pytest
 from policy_engine.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import cluster as docker_cluster  # noqa: E402  (docker/cluster.py, on sys.path through conftest.py)
 import cluster_faults  # noqa: E402  (benchmarks/cluster_faults.py)

@@ -11,7 +11,8 @@ import uuid
 
 import pytest
 
-import federation as docker_federation  # (docker/federation.py, on the path from tests/conftest.py)
+import cluster as docker_cluster  # (docker/cluster.py, on the path from tests/conftest.py)
+import federation as docker_federation  # (docker/federation.py)
 import images  # (docker/images.py)
 
 
@@ -24,7 +25,8 @@ def federation(docker_engine):
     images.ensure_federation_images()
     spec = docker_federation.FederationSpec(
         name=f"yarnrl-fedtest-{uuid.uuid4().hex[:6]}", sc_memory_mb=[2048, 4096], policy="sf-p",
-        router_deadline_ms=500, router_breaker_open_ms=3000)
+        router_deadline_ms=500, router_breaker_open_ms=3000,
+        task_jvm_opts=docker_cluster.SHORT_LIVED_JVM_FLAGS)  # the jobs' JVMs start with less CPU
     fed = docker_federation.Federation(spec)
     t = time.monotonic()
     try:

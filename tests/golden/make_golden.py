@@ -9,7 +9,6 @@ with the Java classes generated from the same .proto and checks every field and 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -64,6 +63,5 @@ def golden_bytes() -> bytes:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE.parent.parent))
     SCHEDULE_REQUEST.write_bytes(golden_bytes())
     print(f"wrote {SCHEDULE_REQUEST} ({SCHEDULE_REQUEST.stat().st_size} bytes)")

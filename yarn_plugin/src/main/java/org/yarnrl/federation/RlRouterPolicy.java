@@ -224,7 +224,9 @@ public class RlRouterPolicy implements FederationRouterPolicy {
       throw new FederationPolicyException("yarn-rl Router policy used before reinitialize");
     }
     Set<SubClusterId> blocked = blackList == null ? Collections.emptySet() : new HashSet<>(blackList);
+    long read0 = System.nanoTime();
     Map<SubClusterId, SubClusterInfo> active = facade.getSubClusters(true);
+    METRICS.recordStateStoreMicros((System.nanoTime() - read0) / 1000);
     List<Candidate> candidates = new ArrayList<>();
     for (Map.Entry<SubClusterId, SubClusterInfo> e : active.entrySet()) {
       if (!blocked.contains(e.getKey())) {
@@ -250,7 +252,9 @@ public class RlRouterPolicy implements FederationRouterPolicy {
       return chosen(builtin(candidates), "built-in");
     }
     RouteRequest request = request(app, tags, candidates);
+    long call0 = System.nanoTime();
     RouteEngine.Answer answer = state.engine.route(request);
+    METRICS.recordEngineMicros((System.nanoTime() - call0) / 1000);
     if (answer.outcome != RouteEngine.Outcome.ANSWERED) {
       return fallback(candidates, reason(answer.outcome), answer.detail);
     }

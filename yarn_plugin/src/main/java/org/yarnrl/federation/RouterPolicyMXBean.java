@@ -49,4 +49,14 @@ public interface RouterPolicyMXBean {
   long getDecisionMicrosP99();
 
   long getDecisionMicrosMax();
+
+  /** Of that, reading the active sub-clusters and their load from the state store (the Router's cache is off). */
+  long getStateStoreMicrosP50();
+
+  long getStateStoreMicrosP99();
+
+  /** Of that, the engine's Route call (bounded by engine.deadline-ms), for decisions that called it. */
+  long getEngineMicrosP50();
+
+  long getEngineMicrosP99();
 }

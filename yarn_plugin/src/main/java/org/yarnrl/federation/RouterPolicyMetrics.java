@@ -22,8 +22,29 @@ final class RouterPolicyMetrics implements RouterPolicyMXBean {
   final LongAdder engineDecisions = new LongAdder();
   final LongAdder builtinDecisions = new LongAdder();
   private final Map<Fallback, LongAdder> fallbacks = new EnumMap<>(Fallback.class);
-  private final long[] micros = new long[4096];
-  private long recorded;
+  private final Window decisionMicros = new Window();
+  private final Window stateStoreMicros = new Window();
+  private final Window engineMicros = new Window();
+
+  /** The last 4096 times of one kind, for their percentiles. */
+  static final class Window {
+    private final long[] micros = new long[4096];
+    private long recorded;
+
+    synchronized void record(long us) {
+      micros[(int) (recorded++ % micros.length)] = us;
+    }
+
+    synchronized long percentile(double q) {
+      int n = (int) Math.min(recorded, micros.length);
+      if (n == 0) {
+        return 0;
+      }
+      long[] s = Arrays.copyOf(micros, n);
+      Arrays.sort(s);
+      return s[Math.min(n - 1, (int) Math.ceil(q * n) - 1)];
+    }
+  }
 
   RouterPolicyMetrics() {
     for (Fallback f : Fallback.values()) {
@@ -39,18 +60,16 @@ final class RouterPolicyMetrics implements RouterPolicyMXBean {
     return fallbacks.get(why).sum();
   }
 
-  synchronized void recordMicros(long us) {
-    micros[(int) (recorded++ % micros.length)] = us;
+  void recordMicros(long us) {
+    decisionMicros.record(us);
   }
 
-  private synchronized long percentile(double q) {
-    int n = (int) Math.min(recorded, micros.length);
-    if (n == 0) {
-      return 0;
-    }
-    long[] s = Arrays.copyOf(micros, n);
-    Arrays.sort(s);
-    return s[Math.min(n - 1, (int) Math.ceil(q * n) - 1)];
+  void recordStateStoreMicros(long us) {
+    stateStoreMicros.record(us);
+  }
+
+  void recordEngineMicros(long us) {
+    engineMicros.record(us);
   }
 
   @Override
@@ -154,16 +173,36 @@ final class RouterPolicyMetrics implements RouterPolicyMXBean {
 
   @Override
   public long getDecisionMicrosP50() {
-    return percentile(0.50);
+    return decisionMicros.percentile(0.50);
   }
 
   @Override
   public long getDecisionMicrosP99() {
-    return percentile(0.99);
+    return decisionMicros.percentile(0.99);
   }
 
   @Override
   public long getDecisionMicrosMax() {
-    return percentile(1.0);
+    return decisionMicros.percentile(1.0);
+  }
+
+  @Override
+  public long getStateStoreMicrosP50() {
+    return stateStoreMicros.percentile(0.50);
+  }
+
+  @Override
+  public long getStateStoreMicrosP99() {
+    return stateStoreMicros.percentile(0.99);
+  }
+
+  @Override
+  public long getEngineMicrosP50() {
+    return engineMicros.percentile(0.50);
+  }
+
+  @Override
+  public long getEngineMicrosP99() {
+    return engineMicros.percentile(0.99);
   }
 }

@@ -83,6 +83,11 @@ final class NodePlan {
     return n;
   }
 
+  /** Whether the engine's answer gave this ask containers on the node at all (used up or not). */
+  synchronized boolean mentions(String askId) {
+    return remaining.containsKey(askId);
+  }
+
   synchronized boolean allows(String askId) {
     Integer r = remaining.get(askId);
     return r != null && r > 0;

@@ -82,6 +82,28 @@ public class RlAppPlacementAllocator<N extends SchedulerNode> extends LocalityAp
     return true;
   }
 
+  /**
+   * In a pass under an engine plan (synchronous CapacityScheduler: a node update that applies an answer, or holds the
+   * node while one is on its way), an engine queue's ask the plan gives nothing on this node has nothing outstanding
+   * for that pass. CapacityScheduler then skips it at once, as {@link #precheckNode} would refuse it, instead of
+   * first checking it against the queue's headroom: an ask larger than the headroom (with DominantResourceCalculator,
+   * a job dominant in the resource that is short) ends the whole leaf queue's pass (QUEUE_SKIPPED, CapacityScheduler
+   * keeping FIFO order behind a head that does not fit), and every job the engine chose behind it waited until that
+   * job fitted. Other threads, other queues and native passes see the real count.
+   */
+  @Override
+  public int getOutstandingAsksCount(String resourceName) {
+    int n = super.getOutstandingAsksCount(resourceName);
+    if (n <= 0 || scheduler == null || !ResourceRequest.ANY.equals(resourceName)) {
+      return n;
+    }
+    NodePlan plan = scheduler.passPlanOnThisThread();
+    if (plan == null || !engineDecides()) {
+      return n;
+    }
+    return plan != NodePlan.HOLD && plan.mentions(askId) ? n : 0;
+  }
+
   @Override
   public int getUniqueLocationAsks() {
     int n = super.getUniqueLocationAsks();

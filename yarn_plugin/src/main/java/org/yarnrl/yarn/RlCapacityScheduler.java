@@ -2,9 +2,12 @@ package org.yarnrl.yarn;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.management.ObjectName;
 import org.apache.hadoop.conf.Configuration;
@@ -24,6 +27,7 @@ import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.NodeType;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.Queue;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.SchedulerApplication;
+import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.AbstractLeafQueue;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CSQueue;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacitySchedulerConfiguration;
@@ -104,6 +108,8 @@ public class RlCapacityScheduler extends CapacityScheduler {
   private final EngineReports reports = new EngineReports(shadow);
   private final java.util.Set<String> racks = ConcurrentHashMap.newKeySet();
   private volatile NodePlan activePlan;
+  /** The thread running the pass of {@link #activePlan} (the scheduler's), or null. */
+  private volatile Thread passThread;
   /** CapacityScheduler's asynchronous scheduling is on: plans stay in force between heartbeats (AsyncPlans). */
   private boolean async;
   /** Asynchronous scheduling: nodes scheduled natively (a fallback) until their next heartbeat. */
@@ -383,6 +389,11 @@ public class RlCapacityScheduler extends CapacityScheduler {
     return activePlan;
   }
 
+  /** The plan of the pass the calling thread is running (a node update on the scheduler's thread), or null. */
+  NodePlan passPlanOnThisThread() {
+    return passThread == Thread.currentThread() ? activePlan : null;
+  }
+
   @Override
   protected void nodeUpdate(RMNode nm) {
     if (engine == null || !anyEngineQueue) {
@@ -487,9 +498,11 @@ public class RlCapacityScheduler extends CapacityScheduler {
   private void pass(RMNode nm, NodePlan plan) {
     plans.put(nm.getNodeID(), plan);
     activePlan = plan;
+    passThread = Thread.currentThread();
     try {
       super.nodeUpdate(nm);
     } finally {
+      passThread = null;
       activePlan = null;
       plans.remove(nm.getNodeID());
     }
@@ -649,16 +662,33 @@ public class RlCapacityScheduler extends CapacityScheduler {
     return attemptsIn(node, false);
   }
 
-  /** Attempts in active (or, with {@code inShadow}, shadow) engine queues with pending asks that may use the node. */
+  /**
+   * Attempts in active (or, with {@code inShadow}, shadow) engine queues with pending asks that may use the node, in
+   * submission order. Only applications CapacityScheduler has activated in their leaf queue: one still waiting for
+   * activation (the queue's or its user's AM resource limit, maximum-am-resource-percent, which counts the AM of
+   * every activated application from activation on, allocated or not) is never allocated to by CapacityScheduler,
+   * so an engine that chose it would leave the node idle while the jobs CapacityScheduler can run wait (DeepRM's
+   * two-resource run: 5-minute waits up to the wait cap). It waits for activation, as under CapacityScheduler alone.
+   */
   private List<FiCaSchedulerApp> attemptsIn(FiCaSchedulerNode node, boolean inShadow) {
     List<FiCaSchedulerApp> out = new ArrayList<>();
+    Set<Queue> queuesSeen = Collections.newSetFromMap(new IdentityHashMap<>());
+    Set<FiCaSchedulerApp> notActivated = Collections.newSetFromMap(new IdentityHashMap<>());
     for (SchedulerApplication<FiCaSchedulerApp> app : applications.values()) {
       FiCaSchedulerApp attempt = app.getCurrentAppAttempt();
       if (attempt == null || attempt.isStopped() || !(inShadow ? isShadowQueue(attempt.getQueue())
           : isEngineQueue(attempt.getQueue()))) {
         continue;
       }
-      if (Snapshots.hasPending(attempt, node.getPartition()) && !Snapshots.blacklisted(attempt, node)) {
+      if (!Snapshots.hasPending(attempt, node.getPartition()) || Snapshots.blacklisted(attempt, node)) {
+        continue;
+      }
+      Queue queue = attempt.getQueue();
+      if (queue instanceof AbstractLeafQueue && queuesSeen.add(queue)) {
+        // a weakly consistent view of the queue's pending (not yet activated) applications, usually few
+        notActivated.addAll(((AbstractLeafQueue) queue).getPendingApplications());
+      }
+      if (!notActivated.contains(attempt)) {
         out.add(attempt);
       }
     }

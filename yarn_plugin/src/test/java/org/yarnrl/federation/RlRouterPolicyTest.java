@@ -222,6 +222,11 @@ class RlRouterPolicyTest {
       assertTrue(ms < 5000, "a timed-out decision took " + ms + " ms (deadline 500 ms, the engine answers after 8 s)");
     }
     assertEquals(timeouts0 + 2, m.getFallbacksTimeout());
+    // the decision time is split: the engine's part holds the two 500 ms timeouts
+    assertTrue(m.getEngineMicrosP99() >= 400_000 && m.getEngineMicrosP99() < 5_000_000,
+        "engine call p99 " + m.getEngineMicrosP99() + " us");
+    assertTrue(m.getDecisionMicrosMax() >= m.getEngineMicrosP99());
+    assertTrue(m.getStateStoreMicrosP99() < m.getDecisionMicrosMax());
     // two consecutive failures opened the breaker: the engine is not asked again for the open period
     int calls = seen.size();
     assertEquals(SC1, p.getHomeSubcluster(app(12), Collections.emptyList()));

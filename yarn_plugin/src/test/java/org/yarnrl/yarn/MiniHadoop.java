@@ -24,6 +24,7 @@ import org.apache.hadoop.hdfs.protocol.CacheDirectiveInfo;
 import org.apache.hadoop.hdfs.protocol.CachePoolInfo;
 import org.apache.hadoop.io.nativeio.NativeIO;
 import org.apache.hadoop.mapred.JobConf;
+import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.MRConfig;
 import org.apache.hadoop.mapreduce.MRJobConfig;
 import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
@@ -58,6 +59,15 @@ final class MiniHadoop implements AutoCloseable {
   static final String[] ADDRESSES = {"127.0.0.11", "127.0.0.12", "127.0.0.13", "127.0.0.14"};
   static final int NM_MEMORY_MB = 4096;
   static final int NM_VCORES = 8;
+
+  /**
+   * JVM flags of the MapReduce ApplicationMasters and tasks. Those JVMs live for seconds and a job starts up to ten of
+   * them at once, so on a 2-core machine a job's time is mostly their start-up CPU: C1 alone (no C2 compilations of
+   * code that runs once), the serial collector (no parallel GC threads per JVM) and no perf-data file take about 40%
+   * off each one's CPU time. Nothing a test measures depends on the task JVM's compiler. -Dyarnrl.mr.jvm= overrides.
+   */
+  static final String TASK_JVM_FLAGS = System.getProperty("yarnrl.mr.jvm",
+      "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData");
 
   final Path workDir;
   final MiniDFSCluster dfs;
@@ -127,7 +137,7 @@ final class MiniHadoop implements AutoCloseable {
 
     String opens = System.getProperty("yarnrl.mr.opens", "");
     taskJavaOpts = "-Djdk.net.hosts.file=" + Path.of(System.getProperty("jdk.net.hosts.file")).toAbsolutePath()
-        + " -Djava.net.preferIPv4Stack=true " + opens;
+        + " -Djava.net.preferIPv4Stack=true " + TASK_JVM_FLAGS + " " + opens;
 
     Configuration conf = new YarnConfiguration(new Configuration(dfs.getConfiguration(0)));
     conf.set(CommonConfigurationKeysPublic.FS_DEFAULT_NAME_KEY, dfs.getFileSystem().getUri().toString());
@@ -146,6 +156,8 @@ final class MiniHadoop implements AutoCloseable {
     conf.setBoolean(MRJobConfig.MAP_SPECULATIVE, false);
     conf.setBoolean(MRJobConfig.REDUCE_SPECULATIVE, false);
     conf.setFloat(YarnConfiguration.NM_MAX_PER_DISK_UTILIZATION_PERCENTAGE, 99.9f);
+    // Job.waitForCompletion polls every 5 s by default: up to 5 s per job of the tests' clients waiting idly
+    conf.setInt(Job.COMPLETION_POLL_INTERVAL_KEY, Integer.getInteger("yarnrl.mr.completion-poll-ms", 500));
     for (java.util.Map.Entry<String, String> e : schedulerSettings) {
       conf.set(e.getKey(), e.getValue());
     }

@@ -1,4 +1,5 @@
-"""Hand-built heartbeats with HDFS block and cache locations, for the CLQLMRS tests."""
+"""Hand-built heartbeats with HDFS block and cache locations: engine_throughput.py's learning-overhead case and
+the CLQLMRS tests (tests/conftest.py puts benchmarks/ on their path)."""
 
 from __future__ import annotations
 
