@@ -33,7 +33,7 @@ import org.junit.jupiter.api.Test;
 /**
  * DeepRM's learned job ordering (deeprm-pg, the shipped model) served to RlScheduler on a real YARN (a
  * MiniYARNCluster with one NodeManager of DeepRM's 20 units: 20 x 256 MB, 20 vcores), against the emulator's
- * choices for the same scripted jobs (`python -m emulator.deeprm_script`).
+ * choices for the same scripted jobs (`python -m algorithms.deeprm.script`).
  *
  * <p>Each job is an application whose one container (the AM's) runs {@code sleep LENGTH}, tagged
  * {@code yarnrl.expected-runtime-ms=LENGTH}: a blocker that fills the node, then six jobs submitted behind it. When
@@ -209,7 +209,7 @@ class DeepRmIT {
     }
   }
 
-  /** The emulator's start waves for the script under a policy (python -m emulator.deeprm_script). */
+  /** The emulator's start waves for the script under a policy (python -m algorithms.deeprm.script). */
   private List<List<Integer>> emulatorWaves(String policy) throws Exception {
     StringBuilder jobs = new StringBuilder("[");
     for (int[] j : JOBS) {
@@ -217,15 +217,15 @@ class DeepRmIT {
           .append(j[2]).append(',').append(j[3]).append(']');
     }
     jobs.append(']');
-    List<String> cmd = new ArrayList<>(List.of(EngineProcess.python(), "-m", "emulator.deeprm_script", "--policy",
+    List<String> cmd = new ArrayList<>(List.of(EngineProcess.python(), "-m", "algorithms.deeprm.script", "--policy",
         policy, "--jobs", jobs.toString()));
     if (policy.equals("deeprm-pg")) {
       cmd.addAll(List.of("--model", model.toString()));
     }
     Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(p.waitFor(120, TimeUnit.SECONDS), "emulator.deeprm_script timed out");
-    assertEquals(0, p.exitValue(), "emulator.deeprm_script failed: " + out);
+    assertTrue(p.waitFor(120, TimeUnit.SECONDS), "algorithms.deeprm.script timed out");
+    assertEquals(0, p.exitValue(), "algorithms.deeprm.script failed: " + out);
     Matcher waves = Pattern.compile("\"waves\":\\s*\\[(.*)\\]\\}").matcher(out.trim());
     assertTrue(waves.find(), "no waves in " + out);
     List<List<Integer>> result = new ArrayList<>();
