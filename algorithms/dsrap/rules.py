@@ -74,6 +74,17 @@ class FalSettings:
     pga_scale1: float = 1.0
     # Unseen Learning1 states start greedy: the type ranked highest here (the types' mean utility rates, Sec. 5.1)
     type_utility: tuple = (1.0, 6.0, 5.0, 25.0)
+    # Learning1's reward for allocating a task: "utility_rate" is Eq. 5 as written (u); "utility" is u times the
+    # type's mean service time (type_service, Sec. 5.1), the task's whole contribution to the AUR (Eq. 1)
+    reward1: str = "utility_rate"
+    type_service: tuple = (20.0, 35.0, 30.0, 50.0)
+    # How Learning1 discounts the next decision's value: "decision" (gamma1 per decision, however many in one time
+    # step) or "step" (gamma1 per time step between the two decisions; picks within one step are not discounted)
+    discount1: str = "decision"
+    # The PGA step of Algorithm 2 for actions never tried in a state: "zero" compares their initial Q = 0 with the
+    # others (an action with positive reward is then always ahead of an untried one), "neutral" gives them no push
+    # either way until tried (their Q counts as the policy's mean)
+    pga_untried: str = "zero"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -402,6 +413,7 @@ class Learning1Step:
     key: tuple
     action: int
     reward: float
+    t: float = 0.0               # the time step of the decision (set by the learner)
 
 
 def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tuple[np.ndarray, list]:
@@ -438,7 +450,8 @@ def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tup
         node = fit.best_node(i)
         fit.take(i, node)
         out[i] = node
-        trace.append(Learning1Step(key, a, float(view.task_utility[i])))
+        u = float(view.task_utility[i])
+        trace.append(Learning1Step(key, a, u * s.type_service[a] if s.reward1 == "utility" else u))
         open_ = fit.any_node()
     return out, trace
 
@@ -600,6 +613,7 @@ class DsrapLearner:
             np.add.at(mt.taken, view.task_type[took], 1.0)
         if decision.trace:
             for step in decision.trace:
+                step.t = t
                 for ttype in bits_actions(step.key[0])[:-1]:
                     mt.state_counts[ttype][step.key[0]] += 1
             self._learn1(mt, decision.trace, zeta1(t))
@@ -621,8 +635,10 @@ class DsrapLearner:
     def _learn1(self, mt: ManagerTables, trace: list, zeta: float) -> None:
         s = self.tables.settings
         steps = ([mt.pending] if mt.pending is not None else []) + list(trace)
+        per_step = s.discount1 == "step"
         for cur, nxt in zip(steps[:-1], steps[1:]):
-            self._update1(mt, cur, s.gamma1 * mt.value1(nxt.key), zeta)
+            gamma = s.gamma1 ** (nxt.t - cur.t) if per_step else s.gamma1
+            self._update1(mt, cur, gamma * mt.value1(nxt.key), zeta)
         mt.pending = steps[-1]
 
     def _update1(self, mt: ManagerTables, step: Learning1Step, future: float, zeta: float) -> None:
@@ -636,8 +652,13 @@ class DsrapLearner:
             pi = mt.pi1[step.key] = mt.policy1(step.key).copy()
         q[step.action] += s.alpha1 * (step.reward + future - q[step.action])
         avail = np.asarray(actions)
-        mean = float(pi[avail] @ q[avail])
-        pi[avail] = limit(pi[avail] + zeta * (q[avail] - mean) / s.pga_scale1, mt.minimum1(actions))
+        qa = q[avail]
+        if s.pga_untried == "neutral":
+            tried = qa != 0.0                   # an action's Q leaves 0 on its first update (values are > 0)
+            w = pi[avail] * tried
+            qa = np.where(tried, qa, float(w @ qa) / float(w.sum())) if w.sum() > 0 else np.zeros_like(qa)
+        mean = float(pi[avail] @ qa)
+        pi[avail] = limit(pi[avail] + zeta * (qa - mean) / s.pga_scale1, mt.minimum1(actions))
 
     def _learn2(self, view: ManagerView, decision: RouteDecision, zeta: float) -> None:
         """Learning2 for this step's forwards, batched: per (state, neighbour) one Q update with the mean Eq. 6
