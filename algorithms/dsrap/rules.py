@@ -85,6 +85,9 @@ class FalSettings:
     # others (an action with positive reward is then always ahead of an untried one), "neutral" gives them no push
     # either way until tried (their Q counts as the policy's mean)
     pga_untried: str = "zero"
+    # Learning1's Q step size: "constant" (alpha1 throughout) or "visits" (max(alpha1, 1/n) on the n-th update of
+    # that state and action: a rarely tried action's Q is then its sample mean, not a tenth of one sample from 0)
+    alpha1_schedule: str = "constant"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -308,6 +311,7 @@ class ManagerTables:
         self.settings = settings
         self.pi1: dict[tuple, np.ndarray] = {}
         self.q1: dict[tuple, np.ndarray] = {}
+        self.n1: dict[tuple, np.ndarray] = {}                     # Learning1 updates per state and action
         w = settings.max_wait + 1
         self.q2 = np.zeros((N_TYPES, w, degree))
         self.pi2 = np.full((N_TYPES, w, degree), 1.0 / degree if degree else 0.0)
@@ -650,7 +654,14 @@ class DsrapLearner:
         pi = mt.pi1.get(step.key)
         if pi is None:
             pi = mt.pi1[step.key] = mt.policy1(step.key).copy()
-        q[step.action] += s.alpha1 * (step.reward + future - q[step.action])
+        alpha = s.alpha1
+        if s.alpha1_schedule == "visits":
+            n = mt.n1.get(step.key)
+            if n is None:
+                n = mt.n1[step.key] = np.zeros(N_TYPES + 1)
+            n[step.action] += 1.0
+            alpha = max(alpha, 1.0 / n[step.action])
+        q[step.action] += alpha * (step.reward + future - q[step.action])
         avail = np.asarray(actions)
         qa = q[avail]
         if s.pga_untried == "neutral":
