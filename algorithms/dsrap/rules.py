@@ -88,6 +88,9 @@ class FalSettings:
     # Learning1's Q step size: "constant" (alpha1 throughout) or "visits" (max(alpha1, 1/n) on the n-th update of
     # that state and action: a rarely tried action's Q is then its sample mean, not a tenth of one sample from 0)
     alpha1_schedule: str = "constant"
+    # Q(s, VOID_TASK) of a state's new Q row (the other actions start at 0), in reward units: > 0 is optimism that
+    # makes a learning manager try holding back where it has not yet (see docs/algorithms/dsrap.md)
+    void_init: float = 0.0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -651,6 +654,7 @@ class DsrapLearner:
         q = mt.q1.get(step.key)
         if q is None:
             q = mt.q1[step.key] = np.zeros(N_TYPES + 1)
+            q[VOID] = s.void_init
         pi = mt.pi1.get(step.key)
         if pi is None:
             pi = mt.pi1[step.key] = mt.policy1(step.key).copy()
