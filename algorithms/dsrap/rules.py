@@ -90,7 +90,7 @@ class FalSettings:
     alpha1_schedule: str = "constant"
     # Q(s, VOID_TASK) of a state's new Q row (the other actions start at 0), in reward units: > 0 is optimism that
     # makes a learning manager try holding back where it has not yet (see docs/algorithms/dsrap.md)
-    void_init: float = 0.0
+    void_init: float = 20.0
 
     def as_dict(self) -> dict:
         return asdict(self)
