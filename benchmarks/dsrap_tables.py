@@ -127,6 +127,31 @@ def table_performance(load: str, s: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def verdicts(load: str, s: dict[str, dict]) -> str:
+    """Each utility-rate cell against the paper's, and the paper's claims about the order, met or missed."""
+    ur = {a: s[a]["utility_rate"]["mean"] for a in APPROACHES if a in s}
+    lines = [f"Against the paper ({load} load):"]
+    for a, u in ur.items():
+        p = PAPER[load][a][0]
+        word = "met" if u >= p else "missed"
+        lines.append(f"* {LABELS[a]} utility rate {u:.0f} vs the paper's {p}: **{word}** ({(u / p - 1) * 100:+.1f} %)")
+    pairs = [("bdl", "sdl"), ("bdl", "fdl"), ("bdl", "greedy"), ("fdl", "greedy"), ("sdl", "greedy"),
+             ("bdl", "centralized"), ("sdl", "centralized")]
+    for x, y in pairs:                       # oriented as the paper ranks them under this load
+        hi, lo = (x, y) if PAPER[load][x][0] > PAPER[load][y][0] else (y, x)
+        if hi in ur and lo in ur:
+            word = "met" if ur[hi] > ur[lo] else "missed"
+            lines.append(f"* {LABELS[hi]} above {LABELS[lo]} (the paper's order): **{word}** "
+                         f"({ur[hi]:.0f} vs {ur[lo]:.0f}, {(ur[hi] / ur[lo] - 1) * 100:+.1f} %)")
+    if load == "light" and "centralized" in ur:
+        for a in ("sdl", "bdl"):
+            if a in ur:
+                r = ur[a] / ur["centralized"]
+                lines.append(f"* {LABELS[a]} within 3 % of Centralized (the paper's light-load finding): "
+                             f"**{'met' if r >= 0.97 else 'missed'}** ({r:.3f})")
+    return "\n".join(lines)
+
+
 def table_abandoned(load: str, s: dict[str, dict], window: int) -> str:
     n = 3 if load == "light" else 5
     scale = 5000 / window
@@ -237,6 +262,7 @@ def main(argv=None) -> int:
     for load in loads:
         text.append(table_performance(load, summaries[load]))
         text.append(table_abandoned(load, summaries[load], args.window))
+        text.append(verdicts(load, summaries[load]))
         plot(load, runs[load], out / f"fig{3 if load == 'light' else 6}_{load}.png")
     report = "\n\n".join(text)
     (out / "tables.md").write_text(report + "\n")
