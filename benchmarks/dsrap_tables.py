@@ -228,6 +228,10 @@ def main(argv=None) -> int:
     p.add_argument("--combine", default="",
                    help="comma-separated OUT directories of runs with other seeds (parallel processes): their saved "
                         "runs are joined, in seed order, into OUT/runs before the tables are built")
+    p.add_argument("--reuse-summary", default="", metavar="SUMMARY_JSON",
+                   help="take the approaches that have no run in OUT/runs from this earlier summary.json (same "
+                        "seeds, steps and window; for approaches whose code has not changed since), named in the "
+                        "tables as reused")
     p.add_argument("--saved-only", action="store_true",
                    help="build the tables and figures from the runs already saved under OUT/runs; run nothing")
     args = p.parse_args(argv)
@@ -258,11 +262,23 @@ def main(argv=None) -> int:
             print(f"{load} {a}: utility rate {summary(runs[load][a])['utility_rate']['mean']:.0f} "
                   f"({runs[load][a]['seconds']:.0f} s)", file=sys.stderr, flush=True)
     summaries = {load: {a: summary(r) for a, r in rs.items()} for load, rs in runs.items()}
+    reused: dict[str, list[str]] = {}
+    if args.reuse_summary:
+        earlier = json.loads(Path(args.reuse_summary).read_text())
+        if (earlier["episodes"], earlier["steps"], earlier["window"]) != (args.episodes, args.steps, args.window):
+            raise SystemExit("--reuse-summary: that summary has other episodes, steps or window")
+        for load in loads:
+            for a in approaches:
+                if a not in summaries[load] and a in earlier["summary"].get(load, {}):
+                    summaries[load][a] = earlier["summary"][load][a]
+                    reused.setdefault(load, []).append(a)
     text = []
     for load in loads:
         text.append(table_performance(load, summaries[load]))
         text.append(table_abandoned(load, summaries[load], args.window))
         text.append(verdicts(load, summaries[load]))
+        if reused.get(load):
+            text.append(f"Reused from {args.reuse_summary} ({load}): " + ", ".join(LABELS[a] for a in reused[load]))
         plot(load, runs[load], out / f"fig{3 if load == 'light' else 6}_{load}.png")
     report = "\n\n".join(text)
     (out / "tables.md").write_text(report + "\n")
@@ -270,7 +286,8 @@ def main(argv=None) -> int:
     last = {load: {a: {k: s[k]["mean"] for k in ("utility_rate", "cpu", "network", "hops")}
                    for a, s in summaries[load].items()} for load in loads}
     (out / "summary.json").write_text(json.dumps({"summary": summaries, "episodes": args.episodes,
-                                                  "steps": args.steps, "window": args.window}, indent=1))
+                                                  "steps": args.steps, "window": args.window, "reused": reused},
+                                                 indent=1))
     print(json.dumps(last))
     return 0
 
