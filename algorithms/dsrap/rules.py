@@ -26,7 +26,9 @@ Choices the paper leaves open (defaults in FalSettings):
     one heavy 4 000-step episode, seed 0), the greedy-only threshold at utilization 0.5 of both resources; node
     counts in s_c capped at 3 (0, 1, 2, 3+), which keeps the table learnable within a 10 000-step episode; levels
     at the Gaussian's tertiles (level_low / level_high); a selected task goes to the node where it fits best (least
-    CPU + network left over).
+    CPU + network left over). pi1 starts greedy (the paper); a new state's Q starts at 0 for every task type and at
+    void_init (20) for VOID_TASK: with 0 there too, FAL never tries holding resources back long enough to find that
+    it pays (docs/algorithms/dsrap.md, "Why Learning1 did not hold back").
   * Learning2: Q starts at 0, pi2 uniform, minimum exploration 0.01 per neighbour; the paper's alpha = 0.5.
   * tasks are forwarded highest utility rate first when more than the transfer limit wait.
   * p_j(x) of Eq. 6 is j's observed allocation rate of x's type, (allocated + 1) / (allocable seen + 2), for SDL (as
