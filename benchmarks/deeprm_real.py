@@ -41,8 +41,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "docker"))
 
 from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation  # noqa: E402
 from emulator.drivers import make_driver  # noqa: E402
@@ -172,7 +170,7 @@ def compile_submitter(workdir: Path) -> Path:
 
 class RealCluster:
     def __init__(self, args, log):
-        from cluster import Cluster, ClusterSpec
+        from docker_cluster.cluster import Cluster, ClusterSpec
 
         self.args, self.log = args, log
         rm = {"yarn.scheduler.maximum-allocation-vcores": str(RES_SLOT),
@@ -366,7 +364,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--cluster", choices=["docker", "emulator"], default="emulator",
-                    help="docker: the container cluster (docker/cluster.py, started and removed here); emulator: "
+                    help="docker: the container cluster (docker_cluster/cluster.py, started and removed here); emulator: "
                          "only the emulator's prediction")
     ap.add_argument("--runs", type=int, default=3, help="job sets (seeds --seed ..), each under every policy")
     ap.add_argument("--seed", type=int, default=1, help="first job set's seed (default 1)")

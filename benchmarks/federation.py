@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """RL-FC's job stream routed by each policy in turn on a real YARN Federation, beside the emulator's prediction.
 
-    make federation-up        # docker/cluster.py up --federation 2 --sc-ids SC5,SC3 --sc-memory 4096,2048
+    make federation-up        # docker_cluster/cluster.py up --federation 2 --sc-ids SC5,SC3 --sc-memory 4096,2048
     .venv/bin/python benchmarks/federation.py --policies random,sf-e,maf,rl-fc,rl-lsfc --pattern uniform --jobs 40
 
 The stream is the emulator's own: `generate(jobs, RL-FC's PATTERN, RL-FC's job profile, 5 clusters, seed)`
@@ -48,7 +48,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "docker"))
 
 RESULTS = REPO / "benchmarks" / "results" / "federation"
 EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/yarnrl-sleep-job.jar"  # SleepJob (docker/router)
@@ -118,7 +117,7 @@ APP_ID = re.compile(r"Submitted application (application_\d+_\d+)")
 
 
 def app_record(fed, app_id: str) -> dict | None:
-    from cluster import _http_json
+    from docker_cluster.cluster import _http_json
 
     for k, sc in enumerate(fed.spec.sc_ids()):
         try:
@@ -451,7 +450,7 @@ def main(argv=None) -> int:
     if args.predict_only:
         print(json.dumps({"predictions": predictions}))
         return 0
-    from federation import Federation
+    from docker_cluster.federation import Federation
 
     fed = Federation.attach(args.name)
     tmp = Path(args.out) / "logs"

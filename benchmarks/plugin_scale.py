@@ -49,7 +49,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import real_locality as rl  # noqa: E402  (build_plugin, java17_opens, the plugin's paths)
 

@@ -23,7 +23,7 @@ Needs Java 17 and Maven (the plugin and its test classes are built on first use)
         --workloads wordcount,sort,terasort --sizes tiny --runs 3
     .venv/bin/python benchmarks/real_locality.py ... --clqlmrs-model none     # CLQLMRS from an empty table
 
---cluster docker runs the same on the container cluster (docker/cluster.py; `make images` first): attached to when
+--cluster docker runs the same on the container cluster (docker_cluster/cluster.py; `make images` first): attached to when
 a cluster named --docker-name runs, else started and removed at the end. Cache locality there is the engine's own
 read-level labels (no per-map probe in the containers); the emulator's prediction uses its 500 ms heartbeat.
 
@@ -39,7 +39,7 @@ replication 2 on 4 nodes: half), and an `<N>mb` size gives blocks large enough f
 and caps its remote reads at the same rate; --clqlmrs-model models/clqlmrs-docker-rep1.safetensors is the table
 trained on that shape.
 
-    python docker/cluster.py up --worker-egress-mbit 5     # default NodeManagers (4,096 MB / 4 vcores): since
+    python -m docker_cluster up --worker-egress-mbit 5     # default NodeManagers (4,096 MB / 4 vcores): since
                                                            # issue 23 the engine counts what YARN's calculator counts
     .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \\
         --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 3 \\
@@ -188,7 +188,7 @@ class MiniCluster:
 
 
 class DockerLab:
-    """The container cluster of docker/cluster.py behind the methods of LocalityLab that this benchmark calls, so
+    """The container cluster of docker_cluster/cluster.py behind the methods of LocalityLab that this benchmark calls, so
     one experiment loop drives both clusters. Jobs are Hadoop's example jobs run with `hadoop jar` in the client
     container (HiBench's commands, benchmarks/hibench.py, plus one block per input file); map counts come from the
     MapReduce counters the client prints, job times from the ResourceManager's REST API. There is no per-map
@@ -227,7 +227,7 @@ class DockerLab:
                            "output": "" if rc == 0 else "\n".join(out.splitlines()[-15:])})
 
     def randomText(self, path: str, amount: int, maps: int, block: int, replication: int = 2) -> str:
-        from cluster import EXAMPLES_JAR
+        from docker_cluster.cluster import EXAMPLES_JAR
 
         return self._generate(["hadoop", "jar", EXAMPLES_JAR, "randomtextwriter", "-D", f"dfs.blocksize={block}",
                                "-D", f"dfs.replication={replication}",
@@ -235,7 +235,7 @@ class DockerLab:
                                f"mapreduce.randomtextwriter.bytespermap={max(1, amount // maps)}", path])
 
     def teraGen(self, path: str, rows: int, maps: int, block: int, replication: int = 2) -> str:
-        from cluster import EXAMPLES_JAR
+        from docker_cluster.cluster import EXAMPLES_JAR
 
         return self._generate(["hadoop", "jar", EXAMPLES_JAR, "teragen", "-D", f"dfs.blocksize={block}", "-D",
                                f"dfs.replication={replication}", "-D",
@@ -286,7 +286,7 @@ class DockerLab:
     def submit(self, workload: str, inp: str, out: str, tag: str) -> int:
         import threading
 
-        from cluster import EXAMPLES_JAR
+        from docker_cluster.cluster import EXAMPLES_JAR
 
         tags = ["-D", f"mapreduce.job.tags={tag}"]
         if workload == "wordcount":
@@ -367,8 +367,7 @@ class DockerCluster:
 
     def __init__(self, name: str, deadline_ms: int, worker_egress_mbit: float | None = None,
                  mode: str = "active"):
-        sys.path.insert(0, str(ROOT / "docker"))
-        import cluster as docker_cluster
+        from docker_cluster import cluster as docker_cluster
 
         try:
             self.cluster = docker_cluster.Cluster.attach(name)
@@ -377,7 +376,7 @@ class DockerCluster:
             running = str(self.cluster.rm_jmx().get("EngineMode", "active"))
             if running != mode:
                 raise SystemExit(f"real_locality: the cluster {name!r} runs yarnrl.engine.mode={running}, not "
-                                 f"{mode}: take it down (docker/cluster.py down --name {name}) or pick another name")
+                                 f"{mode}: take it down (docker_cluster/cluster.py down --name {name}) or pick another name")
             if worker_egress_mbit is not None:
                 self.cluster.shape_workers(worker_egress_mbit)
         except docker_cluster.ClusterError as e:
@@ -386,7 +385,7 @@ class DockerCluster:
             spec = docker_cluster.ClusterSpec(name=name, engine_deadline_ms=deadline_ms,
                                               worker_egress_mbit=worker_egress_mbit,
                                               rm_properties={"yarnrl.engine.mode": mode} if mode != "active" else {})
-            log(f"starting the container cluster {name!r} (docker/cluster.py; minutes)")
+            log(f"starting the container cluster {name!r} (docker_cluster/cluster.py; minutes)")
             self.cluster = docker_cluster.Cluster(spec).up(timeout=900, progress=log)
             self.started = True
         egress = self.cluster.spec.worker_egress_mbit
@@ -401,7 +400,7 @@ class DockerCluster:
 
 
 class DockerEngine:
-    """The engine container restarted with one policy (docker/cluster.py start_engine); same face as Engine."""
+    """The engine container restarted with one policy (docker_cluster/cluster.py start_engine); same face as Engine."""
 
     def __init__(self, cluster, policy: str, options: list[str], workdir: Path):
         settings, args, volumes = [], [], {}
@@ -963,7 +962,7 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--cluster", choices=("mini", "docker"), default="mini",
                    help="mini: MiniDFSCluster + MiniYARNCluster in one JVM driven over py4j (default); docker: the "
-                        "container cluster of docker/cluster.py (4 workers in 2 racks; attached to when running "
+                        "container cluster of docker_cluster/cluster.py (4 workers in 2 racks; attached to when running "
                         "under --docker-name, else started and removed again)")
     p.add_argument("--docker-name", default="yarnrl", help="the container cluster's name (default %(default)s)")
     p.add_argument("--mode", choices=("active", "shadow"), default="active",
@@ -981,7 +980,7 @@ def main(argv=None) -> int:
                         "half the blocks; a real cluster of 12+ nodes with 3 replicas holds at most a quarter: "
                         "--replication 1 gives 4 workers that shape. The emulator's prediction uses the same")
     p.add_argument("--worker-egress-mbit", type=float, default=None, metavar="MBIT",
-                   help="docker only: limit every worker's eth0 egress to MBIT Mbit/s (docker/cluster.py "
+                   help="docker only: limit every worker's eth0 egress to MBIT Mbit/s (docker_cluster/cluster.py "
                         "--worker-egress-mbit; tc tbf, needs root) so that a remote block read costs bandwidth and "
                         "a local one does not, as on a real cluster behind oversubscribed links; the emulator caps "
                         "remote reads at the same rate. Default: leave the cluster as it is (unshaped when started "

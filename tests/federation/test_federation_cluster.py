@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from federation import Federation, ROUTER_JMX_BEAN  # noqa: F401  (docker/federation.py, via conftest)
+from docker_cluster.federation import Federation, ROUTER_JMX_BEAN  # noqa: F401  (docker_cluster/federation.py, via conftest)
 
 EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/yarnrl-sleep-job.jar"  # SleepJob (docker/router)
 APP_ID = re.compile(r"Submitted application (application_\d+_\d+)")
@@ -46,7 +46,7 @@ def wait_jmx(fed: Federation, cond, what: str, timeout: float = 120.0) -> dict:
 
 
 def final_status(fed: Federation, app: str) -> str:
-    from cluster import _http_json
+    from docker_cluster.cluster import _http_json
 
     for k in range(fed.spec.subclusters):
         try:
@@ -57,7 +57,7 @@ def final_status(fed: Federation, app: str) -> str:
 
 
 def test_federation_boots(federation):
-    from cluster import _http_json
+    from docker_cluster.cluster import _http_json
 
     m = _http_json(f"{federation.router_url}/ws/v1/cluster/metrics", timeout=10)["clusterMetrics"]
     assert int(m["activeNodes"]) == 2
@@ -132,7 +132,7 @@ def test_engine_killed_mid_stream_the_builtin_rule_routes_and_every_job_succeeds
 
 
 def test_a_setting_that_makes_no_sense_stops_the_router_naming_the_key(federation):
-    from cluster import ClusterError
+    from docker_cluster.cluster import ClusterError
 
     with pytest.raises(ClusterError) as e:
         federation.restart_router(["yarnrl.federation.engine.deadline-ms=0"], timeout=120)
