@@ -71,6 +71,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from policy_engine.metrics_scrape import Metrics, histogram_quantile
+
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "yarn_plugin"
 TARGET = PLUGIN / "target"
@@ -481,14 +483,12 @@ def shadow_mix(text: str) -> dict:
     """Shadow mode's comparison from the engine's metrics: its would-be locality mix and YARN's on the shadowed
     heartbeats (yarnrl_shadow_containers_total), and YARN's containers that went to an ask the engine also chose
     for that node (agree) or not (differ)."""
-    out: dict = {"decisions": int(sum(metric_values(text, "yarnrl_shadow_decisions_total").values())),
-                 "engine": {}, "yarn": {}, "placements": {}}
-    for labels, v in metric_values(text, "yarnrl_shadow_containers_total").items():
-        who = re.search(r'placed_by="(\w+)"', labels).group(1)
-        loc = re.search(r'locality="(\w+)"', labels).group(1)
-        out[who][loc] = out[who].get(loc, 0) + int(v)
-    for labels, v in metric_values(text, "yarnrl_shadow_placements_total").items():
-        out["placements"][re.search(r'outcome="(\w+)"', labels).group(1)] = int(v)
+    m = Metrics(text)
+    out: dict = {"decisions": int(m.total("yarnrl_shadow_decisions_total")), "engine": {}, "yarn": {},
+                 "placements": {k: int(v) for k, v in m.by_label("yarnrl_shadow_placements_total", "outcome").items()}}
+    for s in m.select("yarnrl_shadow_containers_total"):
+        who, loc = s.labels["placed_by"], s.labels["locality"]
+        out[who][loc] = out[who].get(loc, 0) + int(s.value)
     return out
 
 
@@ -506,28 +506,8 @@ def mix_shares(counts: dict) -> dict:
     return {"total": total, **{k: round(v / total, 3) for k, v in sorted(counts.items())}} if total else {"total": 0}
 
 
-def metric_values(text: str, name: str) -> dict[str, float]:
-    """`{labels: value}` of one Prometheus metric family's samples named exactly `name`."""
-    out = {}
-    for m in re.finditer(rf"^{re.escape(name)}(\{{[^}}]*\}})?\s+(\S+)$", text, re.M):
-        out[m.group(1) or ""] = float(m.group(2))
-    return out
-
-
-def histogram_buckets(text: str, name: str, label: str) -> list[tuple[float, float]]:
-    """Cumulative (upper bound, count) of one histogram series."""
-    out = []
-    for labels, v in metric_values(text, f"{name}_bucket").items():
-        if label in labels:
-            le = re.search(r'le="([^"]+)"', labels).group(1)
-            out.append((math.inf if le == "+Inf" else float(le), v))
-    return sorted(out)
-
-
 def quantile(buckets: list[tuple[float, float]], q: float) -> float:
     """Prometheus' histogram_quantile (policy_engine.metrics_scrape)."""
-    from policy_engine.metrics_scrape import histogram_quantile
-
     return histogram_quantile(buckets, q)
 
 
@@ -1130,6 +1110,7 @@ def main(argv=None) -> int:
                                 rs = run_policy(lab, data, workload, args.jobs, args.interarrival_s,
                                                 f"{name}-{run}")
                             text = engine.metrics()
+                            scraped = Metrics(text)
                         finally:
                             engine.stop()
                         summary = summarize_run(rs)
@@ -1143,23 +1124,23 @@ def main(argv=None) -> int:
                         if args.mode == "shadow":
                             summary["shadow"] = shadow_mix(text)
                         if not sum(summary["read"].values()):  # no per-map probe (docker): the engine's labels
-                            run_labels = {re.search(r'state="(\w+)"', k).group(1): int(v) for k, v in
-                                          metric_values(text, "yarnrl_map_containers_read_total").items()}
+                            run_labels = {k: int(v) for k, v in
+                                          scraped.by_label("yarnrl_map_containers_read_total", "state").items()}
                             summary["read"] = {st: run_labels.get(st.lower(), 0) for st in STATES}
                             labelled = sum(summary["read"].values())
                             summary["cache_locality"] = (summary["read"]["CL"] / labelled if labelled
                                                          else float("nan"))
                         # requests the engine refused or failed (by rpc and status code), for the plugin's fallbacks
-                        summary["engine_errors"] = {k: int(v) for k, v in
-                                                    metric_values(text, "yarnrl_request_errors_total").items() if v}
+                        summary["engine_errors"] = {
+                            "{" + ",".join(f'{k}="{v}"' for k, v in e.labels.items()) + "}": int(e.value)
+                            for e in scraped.select("yarnrl_request_errors_total") if e.value}
                         summary["jobs"] = rs
                         summary["load_average"] = round(os.getloadavg()[0], 1)  # 1-min, at the run's end
                         per_policy[name]["runs"].append(summary)
                         per_policy[name]["latency"] = merge_buckets(
                             per_policy[name]["latency"],
-                            histogram_buckets(text, "yarnrl_decision_latency_seconds", 'rpc="schedule"'))
-                        for labels, v in metric_values(text, "yarnrl_map_containers_read_total").items():
-                            st = re.search(r'state="(\w+)"', labels).group(1)
+                            scraped.buckets("yarnrl_decision_latency_seconds", rpc="schedule"))
+                        for st, v in scraped.by_label("yarnrl_map_containers_read_total", "state").items():
                             per_policy[name]["labels"][st] = per_policy[name]["labels"].get(st, 0) + int(v)
                         bar.update(1)
                         # each policy run as it ends, so a run cut short keeps what it measured
