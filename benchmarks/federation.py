@@ -47,6 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
+from policy_engine.waiting import wait_until
+
 REPO = Path(__file__).resolve().parent.parent
 
 RESULTS = REPO / "benchmarks" / "results" / "federation"
@@ -172,15 +174,9 @@ def run_one_job_alone(fed, tmp: Path, jvm_opts: str = "") -> float:
 def wait_router_policy(fed, timeout: float = 120.0) -> None:
     """Builds the Router's policy (its first client call does) and waits for the engine's protocol handshake."""
     fed.exec("yarn application -list -appStates FINISHED >/dev/null 2>&1 || true", timeout=120, check=False)
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        try:
-            if fed.router_jmx().get("HandshakeState") == "OK":
-                return
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(1)
-    raise RuntimeError(f"the Router policy did not reach the engine within {timeout:.0f} s: {fed.router_jmx()}")
+    wait_until(lambda: fed.router_jmx().get("HandshakeState") == "OK", timeout,
+               "the Router policy's handshake with the engine", interval_s=1.0,
+               retry_on=(OSError, ValueError, KeyError), detail=fed.router_jmx)
 
 
 def run_policy(fed, policy: str, jobs: list[dict], args, tmp: Path) -> dict:
