@@ -46,6 +46,7 @@ from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation  # noqa: E402
 from emulator.drivers import make_driver  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402
 from algorithms.deeprm.view import DeepRMViewConfig  # noqa: E402
+from policy_engine.waiting import WaitTimeout, wait_until  # noqa: E402
 
 POLICIES = ("deeprm-pg", "sjf", "packer", "fifo")
 LABEL = {"deeprm-pg": "DeepRM-PG", "sjf": "SJF", "packer": "Packer", "fifo": "FIFO"}
@@ -247,15 +248,18 @@ class RealCluster:
             elif parts and parts[0] == "start":
                 start_ms = int(parts[1])
         by_name = {j["name"]: j for j in jobs}
-        deadline = time.time() + self.args.drain_s
         apps: dict = {}
-        while time.time() < deadline:
+
+        def every_job_ended() -> bool:
             listing = http_json(f"{rm}/ws/v1/cluster/apps?applicationTypes=SLEEP&startedTimeBegin={int(t0) - 1000}")
-            apps = {a["id"]: a for a in ((listing.get("apps") or {}).get("app") or []) if a["id"] in ids}
-            done = [a for a in apps.values() if a["state"] in ("FINISHED", "FAILED", "KILLED")]
-            if len(done) == len(ids):
-                break
-            time.sleep(2)
+            apps.clear()
+            apps.update({a["id"]: a for a in ((listing.get("apps") or {}).get("app") or []) if a["id"] in ids})
+            return sum(a["state"] in ("FINISHED", "FAILED", "KILLED") for a in apps.values()) == len(ids)
+
+        try:
+            wait_until(every_job_ended, self.args.drain_s, "every job to end", interval_s=2.0)
+        except WaitTimeout:
+            pass  # the rows below record the jobs that had not ended ("done": False)
         jmx1 = self.cluster.rm_jmx()
         rows = []
         for app_id, name in ids.items():
