@@ -372,8 +372,7 @@ def test_learning1_learns_to_hold_resources_back_for_higher_utility_tasks():
     # in the states where only ordinary tasks can be allocated, the learned policy mostly picks VOID_TASK
     m = policy.tables.managers[1]
     only_ordinary = [k for k in m.pi1 if k[0] == 1]
-    visits = {k: m.state_counts[0][1] for k in only_ordinary}
-    assert visits and np.mean([m.pi1[k][VOID] for k in only_ordinary]) > 0.5
+    assert only_ordinary and np.mean([m.pi1[k][VOID] for k in only_ordinary]) > 0.5
     # the diagnosis: with Q(VOID) starting at 0 (as before), FAL never tries holding back and stays best-first
     stuck, _ = play_holdback("fdl", void_init=0.0)
     assert stuck.utility_rate < 1.2 * greedy.utility_rate
