@@ -8,8 +8,8 @@ table gives the utility rate over the last `window` steps per seed, the mean, an
     nice -n 19 .venv/bin/python benchmarks/dsrap_models.py --seeds 3 \\
         old=bdl:models/dsrap-bdl-heavy.safetensors,void_init=0 new=bdl:runs/dsrap-bdl/model.safetensors
 
-Seeds 0-2 are the benchmark tables' seeds, and the shipped model (dsrap-bdl-heavy) learned on seed 0; `emulator
-train --algo dsrap` trains on seeds 10 000 and up. Each (run, seed) result is saved to OUT/LABEL-sSEED.json as it
+Seeds 0-2 are the benchmark tables' seeds; the tables shipped before issue 28 learned on seed 0, and `emulator
+train --algo dsrap` (which trained today's dsrap-bdl-heavy) trains on seeds 10 000 and up. Each (run, seed) result is saved to OUT/LABEL-sSEED.json as it
 finishes, so runs can go in separate processes and be joined with --saved-only.
 The last line of stdout is one JSON object: {LABEL: {"utility_rate": mean, "per_seed": [...], ...}}.
 """
