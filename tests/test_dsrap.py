@@ -420,3 +420,24 @@ def test_emulator_train_dsrap_prints_one_json_line(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["approach"] == "bdl" and out["steps_total"] == 20
     assert create("bdl", model=out["model"]).settings.void_init > 0
+
+
+def test_learning1_options_reward_discount_step_size_and_untried_actions():
+    v = view([60, 60], [60, 60], [(0, 9, 8, 2, 5), (3, 40, 40, 25, 5)], cap=60.0)
+    s = FalSettings(greedy_below=0.0, reward1="utility")
+    _, trace = learning1(v, DsrapTables(s), CounterRandom(0))
+    assert [(st.action, st.reward) for st in trace][:2] == [(3, 25 * 50.0), (0, 2 * 20.0)]   # u x mean service time
+    for discount, expect in (("decision", 0.5 * 10.0), ("step", 10.0)):
+        tables = DsrapTables(FalSettings(alpha1=1.0, gamma1=0.5, discount1=discount, void_init=0.0))
+        learner, mt = DsrapLearner(tables, "learning1", "random"), tables.of(1, 2)
+        nxt = Learning1Step((1, (0,) * 9), 0, 1.0, t=4.0)
+        mt.q1[nxt.key], mt.pi1[nxt.key] = np.array([10.0, 0, 0, 0, 0]), np.array([1.0, 0, 0, 0, 0])
+        cur = Learning1Step((9, (0,) * 9), 3, 0.0, t=4.0)       # two picks in the same time step
+        learner._learn1(mt, [cur, nxt], 0.0)
+        assert mt.q1[cur.key][3] == pytest.approx(expect)
+    # max(alpha1, 1/n): an action's first update takes the whole sample; untried actions get no PGA push
+    tables = DsrapTables(FalSettings(alpha1_schedule="visits", pga_untried="neutral", void_init=0.0))
+    learner, mt = DsrapLearner(tables, "learning1", "random"), tables.of(1, 2)
+    key = (1, (0,) * 9)
+    learner._update1(mt, Learning1Step(key, VOID, 0.0), 7.0, 0.1)
+    assert mt.q1[key][VOID] == pytest.approx(7.0) and mt.pi1[key][0] == pytest.approx(1 - 0.002)
