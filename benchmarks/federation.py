@@ -541,6 +541,9 @@ def main(argv=None) -> int:
                     help="run the policies still to run starting from the K-th (mod their count), so that across "
                          "invocations no policy always meets a fresh or a tired federation; the table keeps "
                          "--policies' order")
+    ap.add_argument("--overhead-s", type=float, metavar="S",
+                    help="use this per-job overhead (an earlier invocation's, recorded in its JSON) instead of "
+                         "measuring it: the deadlines derive from it, so the job stream stays the same")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
@@ -576,7 +579,9 @@ def main(argv=None) -> int:
               f"fingerprint {fingerprint(vars(args), overhead, federation)[:12]})", file=sys.stderr)
     tmp = Path(args.out) / "logs"
     tmp.mkdir(parents=True, exist_ok=True)
-    if not args.resume:
+    if args.overhead_s is not None and not args.resume:
+        overhead = args.overhead_s
+    elif not args.resume:
         fed.restart_router(router_settings("maf", args))
         fed.restart_engine("maf")
         wait_router_policy(fed)
