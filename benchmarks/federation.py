@@ -564,6 +564,9 @@ def main(argv=None) -> int:
                          "folder holding them) and its measured per-job overhead, and run only the others; refused "
                          "in one line unless the job stream, the federation's shape and the settings are identical "
                          "(a recorded sha256 fingerprint)")
+    ap.add_argument("--rerun", default="", metavar="POLICIES",
+                    help="with --resume: run these policies again even where the earlier invocation has them "
+                         "(comma-separated; e.g. one that ran under a different machine load)")
     ap.add_argument("--rotate", type=int, default=0, metavar="K",
                     help="run the policies still to run starting from the K-th (mod their count), so that across "
                          "invocations no policy always meets a fresh or a tired federation; the table keeps "
@@ -601,7 +604,8 @@ def main(argv=None) -> int:
     resumed: list[dict] = []
     if args.resume:
         resumed, overhead = load_resumable(resume_file(Path(args.resume), args), args, federation, predictions)
-        resumed = [r for r in resumed if r["policy"] in policies]
+        rerun = {p.strip() for p in args.rerun.split(",") if p.strip()}
+        resumed = [r for r in resumed if r["policy"] in policies and r["policy"] not in rerun]
         print(f"[federation] resumed {[r['policy'] for r in resumed]} (per-job overhead {overhead:.1f} s, "
               f"fingerprint {fingerprint(vars(args), overhead, federation)[:12]})", file=sys.stderr)
     tmp = Path(args.out) / "logs"
