@@ -324,6 +324,9 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
         taskAsk[tasks++] = i;
       }
     }
+    if (tasks == 0) {
+      return null; // only cancelled asks (0 containers): nothing to decide, home
+    }
     v.setTransferLimit(tasks);
     RouteRequest req = RouteRequest.newBuilder().setRequestId(home.getId() + "-amrm-" + requests.get())
         .setStreamId("amrmproxy-" + home.getId()).setManager(v).build();

@@ -114,7 +114,7 @@ class RlAMRMProxyPolicyTest {
             java.nio.ByteBuffer.allocate(0)), new DefaultSubClusterResolverImpl(), facade, SC1), null);
     assertTrue(p instanceof RlAMRMProxyPolicy);
     if ("true".equals(conf.get(RlAMRMProxyPolicy.ENABLED))) {
-      long until = System.currentTimeMillis() + 10_000;
+      long until = System.currentTimeMillis() + 60_000;
       while (!RlAMRMProxyPolicy.handshakeState().equals("OK") && System.currentTimeMillis() < until) {
         Thread.sleep(20);
       }
