@@ -127,6 +127,31 @@ def table_performance(load: str, s: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def verdicts(load: str, s: dict[str, dict]) -> str:
+    """Each utility-rate cell against the paper's, and the paper's claims about the order, met or missed."""
+    ur = {a: s[a]["utility_rate"]["mean"] for a in APPROACHES if a in s}
+    lines = [f"Against the paper ({load} load):"]
+    for a, u in ur.items():
+        p = PAPER[load][a][0]
+        word = "met" if u >= p else "missed"
+        lines.append(f"* {LABELS[a]} utility rate {u:.0f} vs the paper's {p}: **{word}** ({(u / p - 1) * 100:+.1f} %)")
+    pairs = [("bdl", "sdl"), ("bdl", "fdl"), ("bdl", "greedy"), ("fdl", "greedy"), ("sdl", "greedy"),
+             ("bdl", "centralized"), ("sdl", "centralized")]
+    for x, y in pairs:                       # oriented as the paper ranks them under this load
+        hi, lo = (x, y) if PAPER[load][x][0] > PAPER[load][y][0] else (y, x)
+        if hi in ur and lo in ur:
+            word = "met" if ur[hi] > ur[lo] else "missed"
+            lines.append(f"* {LABELS[hi]} above {LABELS[lo]} (the paper's order): **{word}** "
+                         f"({ur[hi]:.0f} vs {ur[lo]:.0f}, {(ur[hi] / ur[lo] - 1) * 100:+.1f} %)")
+    if load == "light" and "centralized" in ur:
+        for a in ("sdl", "bdl"):
+            if a in ur:
+                r = ur[a] / ur["centralized"]
+                lines.append(f"* {LABELS[a]} within 3 % of Centralized (the paper's light-load finding): "
+                             f"**{'met' if r >= 0.97 else 'missed'}** ({r:.3f})")
+    return "\n".join(lines)
+
+
 def table_abandoned(load: str, s: dict[str, dict], window: int) -> str:
     n = 3 if load == "light" else 5
     scale = 5000 / window
@@ -203,6 +228,10 @@ def main(argv=None) -> int:
     p.add_argument("--combine", default="",
                    help="comma-separated OUT directories of runs with other seeds (parallel processes): their saved "
                         "runs are joined, in seed order, into OUT/runs before the tables are built")
+    p.add_argument("--reuse-summary", default="", metavar="SUMMARY_JSON",
+                   help="take the approaches that have no run in OUT/runs from this earlier summary.json (same "
+                        "seeds, steps and window; for approaches whose code has not changed since), named in the "
+                        "tables as reused")
     p.add_argument("--saved-only", action="store_true",
                    help="build the tables and figures from the runs already saved under OUT/runs; run nothing")
     args = p.parse_args(argv)
@@ -233,10 +262,23 @@ def main(argv=None) -> int:
             print(f"{load} {a}: utility rate {summary(runs[load][a])['utility_rate']['mean']:.0f} "
                   f"({runs[load][a]['seconds']:.0f} s)", file=sys.stderr, flush=True)
     summaries = {load: {a: summary(r) for a, r in rs.items()} for load, rs in runs.items()}
+    reused: dict[str, list[str]] = {}
+    if args.reuse_summary:
+        earlier = json.loads(Path(args.reuse_summary).read_text())
+        if (earlier["episodes"], earlier["steps"], earlier["window"]) != (args.episodes, args.steps, args.window):
+            raise SystemExit("--reuse-summary: that summary has other episodes, steps or window")
+        for load in loads:
+            for a in approaches:
+                if a not in summaries[load] and a in earlier["summary"].get(load, {}):
+                    summaries[load][a] = earlier["summary"][load][a]
+                    reused.setdefault(load, []).append(a)
     text = []
     for load in loads:
         text.append(table_performance(load, summaries[load]))
         text.append(table_abandoned(load, summaries[load], args.window))
+        text.append(verdicts(load, summaries[load]))
+        if reused.get(load):
+            text.append(f"Reused from {args.reuse_summary} ({load}): " + ", ".join(LABELS[a] for a in reused[load]))
         plot(load, runs[load], out / f"fig{3 if load == 'light' else 6}_{load}.png")
     report = "\n\n".join(text)
     (out / "tables.md").write_text(report + "\n")
@@ -244,7 +286,8 @@ def main(argv=None) -> int:
     last = {load: {a: {k: s[k]["mean"] for k in ("utility_rate", "cpu", "network", "hops")}
                    for a, s in summaries[load].items()} for load in loads}
     (out / "summary.json").write_text(json.dumps({"summary": summaries, "episodes": args.episodes,
-                                                  "steps": args.steps, "window": args.window}, indent=1))
+                                                  "steps": args.steps, "window": args.window, "reused": reused},
+                                                 indent=1))
     print(json.dumps(last))
     return 0
 

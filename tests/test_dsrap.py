@@ -338,3 +338,106 @@ def test_benchmark_single_seed_runs_joined_are_the_compare_commands_episodes(cap
     for key in ("utility_rate", "cpu", "hops", "abandoned_total"):
         assert joined[key]["mean"] == pytest.approx(compare[key]["mean"]) and \
             joined[key]["std"] == pytest.approx(compare[key]["std"]), key
+
+
+# ---------------------------------------------------------------- Learning1 holding resources back (issue 28)
+
+
+def holdback_scenario(steps):
+    """One manager, two nodes of 60 CPU / 60 network; ordinary tasks (9 / 8, u 1, 20 steps) arrive at rate 1 per
+    step and demanding ones (47 / 43, u 25, 50 steps) at 0.3. Best-first keeps both nodes busy with ordinary tasks
+    and a demanding task rarely fits; holding ordinary tasks back lets each node run a demanding one (about 52 a
+    step against best-first's 18)."""
+    from algorithms.dsrap.scenario import DsrapScenario
+
+    return DsrapScenario("dsrap-holdback", DsrapConfig(
+        load="heavy", steps=steps, window=steps // 2, nodes={1: 2}, links=(), capacity_range=(60, 60),
+        heavy_arrivals={1: (1.0, 0.0, 0.0, 0.3)}))
+
+
+def play_holdback(policy, steps=2000, **options):
+    sc = holdback_scenario(steps)
+    with make_driver(policy, options=options) as d:
+        result = sc.play(d, 1)
+        return result, d.engine.policy
+
+
+def test_learning1_learns_to_hold_resources_back_for_higher_utility_tasks():
+    greedy, _ = play_holdback("greedy")
+    fdl, policy = play_holdback("fdl")
+    assert greedy.utility_rate < 25 and fdl.utility_rate > 2 * greedy.utility_rate
+    # it gets there by abandoning ordinary tasks and allocating demanding ones
+    assert fdl.abandoned["ordinary"] > 1.5 * greedy.abandoned["ordinary"]
+    assert fdl.allocated["demanding"] > 2 * greedy.allocated["demanding"]
+    # in the states where only ordinary tasks can be allocated, the learned policy mostly picks VOID_TASK
+    m = policy.tables.managers[1]
+    only_ordinary = [k for k in m.pi1 if k[0] == 1]
+    assert only_ordinary and np.mean([m.pi1[k][VOID] for k in only_ordinary]) > 0.5
+    # the diagnosis: with Q(VOID) starting at 0 (as before), FAL never tries holding back and stays best-first
+    stuck, _ = play_holdback("fdl", void_init=0.0)
+    assert stuck.utility_rate < 1.2 * greedy.utility_rate
+
+
+def test_learning1_abandons_the_low_utility_task_when_a_high_utility_one_needs_the_node():
+    """After learning on the hold-back workload: node 0 runs a demanding and an ordinary task (4 / 9 free), node 1
+    two ordinary ones (42 / 44 free); an ordinary task on offer fits only node 1. The manager leaves it, so node 1
+    can take a demanding task when one of its ordinary tasks ends; a demanding task that fits is allocated."""
+    _, policy = play_holdback("fdl")
+    tables = policy.tables
+    v = view([4, 42], [9, 44], [(0, 9, 8, 1, 10)], neighbors=(), cap=60.0)
+    picks = [learning1(v, tables, CounterRandom(k))[1][0].action for k in range(200)]
+    assert picks.count(VOID) > 150
+    fits = view([4, 49], [9, 51], [(0, 9, 8, 1, 10), (3, 47, 43, 25, 10)], neighbors=(), cap=60.0)
+    picks = [learning1(fits, tables, CounterRandom(k))[0][1] for k in range(200)]
+    assert sum(p == 1 for p in picks) > 150                # the demanding task goes on node 1
+
+
+def test_dsrap_training_is_seeded_saves_a_model_and_resumes_bit_identically(tmp_path):
+    from algorithms.dsrap.train import train_dsrap
+    from policy_engine.artifact import load_artifact
+
+    sc = holdback_scenario(300)
+    a = train_dsrap(sc, 2, 3, tmp_path / "a", progress=False, options={"approach": "fdl"})
+    b = train_dsrap(sc, 1, 3, tmp_path / "b", progress=False, options={"approach": "fdl"})
+    b = train_dsrap(sc, 2, 3, tmp_path / "b", resume=True, progress=False, options={"approach": "fdl"})
+    ta, ma = load_artifact(tmp_path / "a" / "model.safetensors", policy="fdl")
+    tb, mb = load_artifact(tmp_path / "b" / "model.safetensors", policy="fdl")
+    assert ma["checksum"] == mb["checksum"] and a["utility_rate"] == b["utility_rate"]
+    assert [e["workload_seed"] for e in ma["episodes"]] == [10_300, 10_301]      # never an evaluation seed
+    assert ma["settings"]["void_init"] > 0 and ma["seed"] == 3 and ma["code_version"]
+    assert (tmp_path / "a" / "learning-curve.png").stat().st_size > 0
+    c = train_dsrap(sc, 2, 4, tmp_path / "c", progress=False, options={"approach": "fdl"})
+    assert load_artifact(tmp_path / "c" / "model.safetensors")[1]["checksum"] != ma["checksum"]
+    assert create("fdl", model=str(tmp_path / "a" / "model.safetensors")).tables.initial is not None
+    with pytest.raises(ValueError, match="other settings"):
+        train_dsrap(sc, 3, 3, tmp_path / "a", resume=True, progress=False, options={"approach": "fdl", "eps_void": 0.1})
+
+
+def test_emulator_train_dsrap_prints_one_json_line(capsys, tmp_path):
+    assert emulator_main(["train", "--scenario", "dsrap-heavy", "--algo", "dsrap", "--param", "steps=20",
+                          "--param", "window=10", "--episodes", "1", "--seed", "0", "--set", "approach=bdl",
+                          "--out", str(tmp_path), "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["approach"] == "bdl" and out["steps_total"] == 20
+    assert create("bdl", model=out["model"]).settings.void_init > 0
+
+
+def test_learning1_options_reward_discount_step_size_and_untried_actions():
+    v = view([60, 60], [60, 60], [(0, 9, 8, 2, 5), (3, 40, 40, 25, 5)], cap=60.0)
+    s = FalSettings(greedy_below=0.0, reward1="utility")
+    _, trace = learning1(v, DsrapTables(s), CounterRandom(0))
+    assert [(st.action, st.reward) for st in trace][:2] == [(3, 25 * 50.0), (0, 2 * 20.0)]   # u x mean service time
+    for discount, expect in (("decision", 0.5 * 10.0), ("step", 10.0)):
+        tables = DsrapTables(FalSettings(alpha1=1.0, gamma1=0.5, discount1=discount, void_init=0.0))
+        learner, mt = DsrapLearner(tables, "learning1", "random"), tables.of(1, 2)
+        nxt = Learning1Step((1, (0,) * 9), 0, 1.0, t=4.0)
+        mt.q1[nxt.key], mt.pi1[nxt.key] = np.array([10.0, 0, 0, 0, 0]), np.array([1.0, 0, 0, 0, 0])
+        cur = Learning1Step((9, (0,) * 9), 3, 0.0, t=4.0)       # two picks in the same time step
+        learner._learn1(mt, [cur, nxt], 0.0)
+        assert mt.q1[cur.key][3] == pytest.approx(expect)
+    # max(alpha1, 1/n): an action's first update takes the whole sample; untried actions get no PGA push
+    tables = DsrapTables(FalSettings(alpha1_schedule="visits", pga_untried="neutral", void_init=0.0))
+    learner, mt = DsrapLearner(tables, "learning1", "random"), tables.of(1, 2)
+    key = (1, (0,) * 9)
+    learner._update1(mt, Learning1Step(key, VOID, 0.0), 7.0, 0.1)
+    assert mt.q1[key][VOID] == pytest.approx(7.0) and mt.pi1[key][0] == pytest.approx(1 - 0.002)

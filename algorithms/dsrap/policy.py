@@ -6,9 +6,11 @@ to allocate on which node, and where to forward the rest. The learning ones (fdl
 `dsrap-centralized` capability, so the simulator runs one manager over all nodes for it.
 
 Options (`--set KEY=VALUE`): seed=0 (salt of the exploration draws) and any FalSettings field (alpha1, gamma1,
-eps_type, eps_void, greedy_below, count_cap, level_low, level_high, alpha2, eps_neighbor, p_allocation). The learning
-ones take an optional model (`--model PATH`): tables saved by benchmarks/dsrap_tables.py, which every episode then
-starts from instead of the paper's fresh tables (their settings apply unless overridden).
+eps_type, eps_void, greedy_below, count_cap, level_low, level_high, alpha2, eps_neighbor, p_allocation, void_init,
+reward1, discount1, alpha1_schedule, pga_untried). The learning ones take an optional model (`--model PATH`): tables
+saved by `emulator train --algo dsrap` or benchmarks/dsrap_tables.py, which every episode then starts from instead
+of the paper's fresh tables (their settings apply unless overridden; a setting the artifact does not record takes
+today's default, e.g. void_init 20 for tables saved before issue 28: `--set void_init=0` runs them as they ran).
 """
 
 from __future__ import annotations

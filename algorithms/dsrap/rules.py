@@ -26,7 +26,9 @@ Choices the paper leaves open (defaults in FalSettings):
     one heavy 4 000-step episode, seed 0), the greedy-only threshold at utilization 0.5 of both resources; node
     counts in s_c capped at 3 (0, 1, 2, 3+), which keeps the table learnable within a 10 000-step episode; levels
     at the Gaussian's tertiles (level_low / level_high); a selected task goes to the node where it fits best (least
-    CPU + network left over).
+    CPU + network left over). pi1 starts greedy (the paper); a new state's Q starts at 0 for every task type and at
+    void_init (20) for VOID_TASK: with 0 there too, FAL never tries holding resources back long enough to find that
+    it pays (docs/algorithms/dsrap.md, "Why Learning1 did not hold back").
   * Learning2: Q starts at 0, pi2 uniform, minimum exploration 0.01 per neighbour; the paper's alpha = 0.5.
   * tasks are forwarded highest utility rate first when more than the transfer limit wait.
   * p_j(x) of Eq. 6 is j's observed allocation rate of x's type, (allocated + 1) / (allocable seen + 2), for SDL (as
@@ -74,6 +76,23 @@ class FalSettings:
     pga_scale1: float = 1.0
     # Unseen Learning1 states start greedy: the type ranked highest here (the types' mean utility rates, Sec. 5.1)
     type_utility: tuple = (1.0, 6.0, 5.0, 25.0)
+    # Learning1's reward for allocating a task: "utility_rate" is Eq. 5 as written (u); "utility" is u times the
+    # type's mean service time (type_service, Sec. 5.1), the task's whole contribution to the AUR (Eq. 1)
+    reward1: str = "utility_rate"
+    type_service: tuple = (20.0, 35.0, 30.0, 50.0)
+    # How Learning1 discounts the next decision's value: "decision" (gamma1 per decision, however many in one time
+    # step) or "step" (gamma1 per time step between the two decisions; picks within one step are not discounted)
+    discount1: str = "decision"
+    # The PGA step of Algorithm 2 for actions never tried in a state: "zero" compares their initial Q = 0 with the
+    # others (an action with positive reward is then always ahead of an untried one), "neutral" gives them no push
+    # either way until tried (their Q counts as the policy's mean)
+    pga_untried: str = "zero"
+    # Learning1's Q step size: "constant" (alpha1 throughout) or "visits" (max(alpha1, 1/n) on the n-th update of
+    # that state and action: a rarely tried action's Q is then its sample mean, not a tenth of one sample from 0)
+    alpha1_schedule: str = "constant"
+    # Q(s, VOID_TASK) of a state's new Q row (the other actions start at 0), in reward units: > 0 is optimism that
+    # makes a learning manager try holding back where it has not yet (see docs/algorithms/dsrap.md)
+    void_init: float = 20.0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -297,6 +316,7 @@ class ManagerTables:
         self.settings = settings
         self.pi1: dict[tuple, np.ndarray] = {}
         self.q1: dict[tuple, np.ndarray] = {}
+        self.n1: dict[tuple, np.ndarray] = {}                     # Learning1 updates per state and action
         w = settings.max_wait + 1
         self.q2 = np.zeros((N_TYPES, w, degree))
         self.pi2 = np.full((N_TYPES, w, degree), 1.0 / degree if degree else 0.0)
@@ -402,6 +422,7 @@ class Learning1Step:
     key: tuple
     action: int
     reward: float
+    t: float = 0.0               # the time step of the decision (set by the learner)
 
 
 def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tuple[np.ndarray, list]:
@@ -438,7 +459,8 @@ def learning1(view: ManagerView, tables: DsrapTables, rng: CounterRandom) -> tup
         node = fit.best_node(i)
         fit.take(i, node)
         out[i] = node
-        trace.append(Learning1Step(key, a, float(view.task_utility[i])))
+        u = float(view.task_utility[i])
+        trace.append(Learning1Step(key, a, u * s.type_service[a] if s.reward1 == "utility" else u))
         open_ = fit.any_node()
     return out, trace
 
@@ -600,6 +622,7 @@ class DsrapLearner:
             np.add.at(mt.taken, view.task_type[took], 1.0)
         if decision.trace:
             for step in decision.trace:
+                step.t = t
                 for ttype in bits_actions(step.key[0])[:-1]:
                     mt.state_counts[ttype][step.key[0]] += 1
             self._learn1(mt, decision.trace, zeta1(t))
@@ -621,8 +644,10 @@ class DsrapLearner:
     def _learn1(self, mt: ManagerTables, trace: list, zeta: float) -> None:
         s = self.tables.settings
         steps = ([mt.pending] if mt.pending is not None else []) + list(trace)
+        per_step = s.discount1 == "step"
         for cur, nxt in zip(steps[:-1], steps[1:]):
-            self._update1(mt, cur, s.gamma1 * mt.value1(nxt.key), zeta)
+            gamma = s.gamma1 ** (nxt.t - cur.t) if per_step else s.gamma1
+            self._update1(mt, cur, gamma * mt.value1(nxt.key), zeta)
         mt.pending = steps[-1]
 
     def _update1(self, mt: ManagerTables, step: Learning1Step, future: float, zeta: float) -> None:
@@ -631,13 +656,26 @@ class DsrapLearner:
         q = mt.q1.get(step.key)
         if q is None:
             q = mt.q1[step.key] = np.zeros(N_TYPES + 1)
+            q[VOID] = s.void_init
         pi = mt.pi1.get(step.key)
         if pi is None:
             pi = mt.pi1[step.key] = mt.policy1(step.key).copy()
-        q[step.action] += s.alpha1 * (step.reward + future - q[step.action])
+        alpha = s.alpha1
+        if s.alpha1_schedule == "visits":
+            n = mt.n1.get(step.key)
+            if n is None:
+                n = mt.n1[step.key] = np.zeros(N_TYPES + 1)
+            n[step.action] += 1.0
+            alpha = max(alpha, 1.0 / n[step.action])
+        q[step.action] += alpha * (step.reward + future - q[step.action])
         avail = np.asarray(actions)
-        mean = float(pi[avail] @ q[avail])
-        pi[avail] = limit(pi[avail] + zeta * (q[avail] - mean) / s.pga_scale1, mt.minimum1(actions))
+        qa = q[avail]
+        if s.pga_untried == "neutral":
+            tried = qa != 0.0                   # an action's Q leaves 0 on its first update (values are > 0)
+            w = pi[avail] * tried
+            qa = np.where(tried, qa, float(w @ qa) / float(w.sum())) if w.sum() > 0 else np.zeros_like(qa)
+        mean = float(pi[avail] @ qa)
+        pi[avail] = limit(pi[avail] + zeta * (qa - mean) / s.pga_scale1, mt.minimum1(actions))
 
     def _learn2(self, view: ManagerView, decision: RouteDecision, zeta: float) -> None:
         """Learning2 for this step's forwards, batched: per (state, neighbour) one Q update with the mean Eq. 6
