@@ -55,15 +55,15 @@ plugin:
 POLICY ?= fifo
 CLUSTER ?= yarnrl
 images: install
-	$(PY) docker/images.py
+	$(PY) -m docker_cluster.images
 
 cluster-up: images
-	$(PY) docker/cluster.py up --name $(CLUSTER) --policy $(POLICY)
+	$(PY) -m docker_cluster up --name $(CLUSTER) --policy $(POLICY)
 
 cluster-down:
-	$(PY) docker/cluster.py down --name $(CLUSTER)
+	$(PY) -m docker_cluster down --name $(CLUSTER)
 
-# A YARN Federation in containers (docker/federation.py): ZooKeeper, a 3.4.2 Router with the learned Router policy
+# A YARN Federation in containers (docker_cluster/federation.py): ZooKeeper, a 3.4.2 Router with the learned Router policy
 # (org.yarnrl.federation), FEDERATION sub-clusters (an RM + a worker each, SC_MEMORY MB per worker), HDFS, the engine
 # (FED_POLICY) and a client. benchmarks/federation.py restarts the engine per policy.
 FED ?= yarnrl-fed
@@ -72,11 +72,11 @@ SC_MEMORY ?= 4096,2048
 SC_IDS ?= SC5,SC3
 FED_POLICY ?= maf
 federation-up: install
-	$(PY) docker/cluster.py up --name $(FED) --federation $(FEDERATION) --sc-ids $(SC_IDS) --sc-memory $(SC_MEMORY) \
+	$(PY) -m docker_cluster up --name $(FED) --federation $(FEDERATION) --sc-ids $(SC_IDS) --sc-memory $(SC_MEMORY) \
 	    --policy $(FED_POLICY)
 
 federation-down:
-	$(PY) docker/cluster.py down --name $(FED)
+	$(PY) -m docker_cluster down --name $(FED)
 
 clean:
 	rm -rf $(VENV) yarn_plugin/target

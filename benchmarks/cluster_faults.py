@@ -1,9 +1,9 @@
 """Fault injection on the container cluster: the engine killed, paused, slowed, made to answer invalid schedules,
 and its network path cut, then restored, mid-job.
 
-A real Hadoop 3.5.0 cluster in containers (docker/cluster.py: NameNode, ResourceManager with RlScheduler, 4 workers in
+A real Hadoop 3.5.0 cluster in containers (docker_cluster/cluster.py: NameNode, ResourceManager with RlScheduler, 4 workers in
 2 racks, the policy engine, a client) with a TCP fault proxy in front of the engine (`up --fault-proxy`:
-docker/fault_proxy.py, host `faultproxy`; the RM's yarnrl.engine.address is faultproxy:50051). For each case a
+docker_cluster/fault_proxy.py, host `faultproxy`; the RM's yarnrl.engine.address is faultproxy:50051). For each case a
 WordCount runs through RlScheduler; once its ApplicationMaster runs (its map and reduce asks still to come) the
 fault starts, and lasts until the plugin has counted the fallback the fault must cause, its health check has found
 the engine UNREACHABLE (kill, pause, netcut: the faults an engine health check can see), and at least --hold-s;
@@ -16,10 +16,10 @@ then the engine is restored and the job runs on.
              the plugin's deadline), then `docker unpause`
     slow     the proxy delays every chunk by --slow-ms in each direction (default 200: a round trip of 400 ms, 8x
              the plugin's 50 ms deadline; health checks, 1 s timeout, still pass), then the delay goes to 0
-    invalid  the proxy re-points to docker/invalid_engine.py (in its container): SERVING, right protocol version,
+    invalid  the proxy re-points to docker_cluster/invalid_engine.py (in its container): SERVING, right protocol version,
              every Schedule answer invalid (over-allocating, unknown ask, wrong request id, zero count, in turn);
              the plugin must refuse each (FallbacksInvalidAnswer); then back to the engine
-    waits    the proxy re-points to docker/invalid_engine.py --kinds wait (same container): every answer valid and
+    waits    the proxy re-points to docker_cluster/invalid_engine.py --kinds wait (same container): every answer valid and
              empty, an engine that only waits (issue 23); the plugin schedules each ask natively once it has waited
              its cap (FallbacksWaitHeartbeats / FallbacksWaitTime); then back to the engine
     netcut   the proxy cuts the path: open connections reset, new ones reset on accept (a firewall reject), then
@@ -53,7 +53,7 @@ show the engine takes scheduling back. tests/cluster/test_docker_cluster.py runs
 and a PNG (job time per case, recovery time); the last stdout line is one JSON object. Without a running cluster
 of --name it starts one (with the fault proxy and the delay policy) and removes it at the end.
 
-    .venv/bin/python docker/cluster.py up --name faults --policy delay --fault-proxy
+    .venv/bin/python -m docker_cluster up --name faults --policy delay --fault-proxy
     .venv/bin/python benchmarks/cluster_faults.py --name faults --cases none,kill,pause,slow,invalid,netcut \\
         --repeats 3 --job hibench
 """
@@ -74,7 +74,6 @@ from pathlib import Path
 from policy_engine.waiting import retry, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "docker"))
 
 CASES = ("none", "kill", "pause", "slow", "invalid", "waits", "netcut")
 PROXY_CASES = ("slow", "invalid", "waits", "netcut")  # need the fault proxy in front of the engine
@@ -132,7 +131,7 @@ class JmxPoller:
         return self
 
     def _run(self) -> None:
-        from cluster import RM_JMX_BEAN, _http_json
+        from docker_cluster.cluster import RM_JMX_BEAN, _http_json
 
         rm = self.cluster.rm_url  # once: the property asks Docker for the published port
         while not self._stop.is_set():
@@ -233,7 +232,7 @@ def job_command(job: str, inp: str, out: str, jar: str) -> list[str]:
 
 def app_seconds(cluster, output: str) -> float | None:
     """The job's run time as the ResourceManager saw it (its start to its finish), from the client's output."""
-    from cluster import _http_json
+    from docker_cluster.cluster import _http_json
 
     m = re.search(r"Running job: job_(\d+_\d+)", output)
     if not m:
@@ -294,7 +293,7 @@ class Job:
 def ensure_input(cluster, inp: str) -> None:
     """HiBench's WordCount tiny input (RandomTextWriter, 8 files), generated when missing."""
     import hibench
-    from cluster import EXAMPLES_JAR
+    from docker_cluster.cluster import EXAMPLES_JAR
 
     rc, _ = cluster.exec(["hdfs", "dfs", "-test", "-e", f"{inp}/part-m-00000"], timeout=120, check=False)
     if rc != 0:
@@ -305,13 +304,13 @@ def ensure_input(cluster, inp: str) -> None:
 
 # ------------------------------------------------------------------------------------------- faults
 def _proxy(cluster, command: str) -> dict:
-    import fault_proxy
+    from docker_cluster import fault_proxy
 
     return fault_proxy.send(cluster.proxy_control, command)
 
 
 def inject(cluster, case: str, slow_ms: float = SLOW_MS) -> None:
-    from cluster import INVALID_ENGINE_PORT, WAITING_ENGINE_PORT
+    from docker_cluster.cluster import INVALID_ENGINE_PORT, WAITING_ENGINE_PORT
 
     if case == "kill":
         cluster.get("engine").kill()
@@ -328,7 +327,7 @@ def inject(cluster, case: str, slow_ms: float = SLOW_MS) -> None:
 
 
 def recover(cluster, case: str, timeout_s: float) -> None:
-    from cluster import ENGINE_GRPC_PORT
+    from docker_cluster.cluster import ENGINE_GRPC_PORT
 
     if case == "kill":
         cluster.get("engine").start()  # same container: same address, policy and settings
@@ -357,7 +356,7 @@ def run_case(cluster, case: str, job: str = "small", inp: str = "/hibench/wordco
              slow_ms: float = SLOW_MS) -> dict:
     """One case (see the module docstring): the figures of `summarize`, the job's result and, when it ran, the
     probe job's."""
-    from cluster import EXAMPLES_JAR
+    from docker_cluster.cluster import EXAMPLES_JAR
 
     if case not in CASES:
         raise ValueError(f"unknown case {case!r}; known: {', '.join(CASES)}")
@@ -553,8 +552,8 @@ def main(argv: list[str] | None = None) -> int:
         except UnknownPolicy as e:
             ap.error(f"--policy: {e}")
 
-    import cluster as docker_cluster
-    import images
+    from docker_cluster import cluster as docker_cluster
+    from docker_cluster import images
 
     def say(msg: str) -> None:
         print(f"[faults] {msg}", file=sys.stderr, flush=True)
@@ -573,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"cluster {args.name!r} runs without an engine")
         if not cl.spec.fault_proxy and set(cases) & set(PROXY_CASES):
             ap.error(f"--cases {','.join(c for c in cases if c in PROXY_CASES)}: cluster {args.name!r} has no fault "
-                     f"proxy in front of its engine; start it with `docker/cluster.py up --fault-proxy`")
+                     f"proxy in front of its engine; start it with `docker_cluster/cluster.py up --fault-proxy`")
         if args.policy and args.policy != cl.spec.policy:
             say(f"engine -> {args.policy}")
             cl.start_engine(args.policy)

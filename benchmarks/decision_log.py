@@ -38,6 +38,7 @@ import numpy as np
 
 from policy_engine.codec import encode_schedule  # noqa: E402
 from policy_engine.engine import Engine, EngineMetrics  # noqa: E402
+from policy_engine.metrics_scrape import Metrics  # noqa: E402
 from policy_engine.policy import create  # noqa: E402
 from policy_engine.types import (  # noqa: E402
     Ask,
@@ -152,11 +153,7 @@ def served(args) -> dict:
                     decided = probe.decisions()
                     dropped = 0.0
                     if mode == "on":
-                        import urllib.request
-
-                        body = urllib.request.urlopen(probe.urls[0], timeout=10).read().decode()
-                        dropped = sum(float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
-                                      if line.startswith("yarnrl_decision_log_dropped_total{"))
+                        dropped = Metrics.scrape(probe.urls[0]).total("yarnrl_decision_log_dropped_total")
                 finally:
                     proc.send_signal(signal.SIGTERM)
                     proc.wait(timeout=60)

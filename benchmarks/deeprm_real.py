@@ -41,13 +41,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "docker"))
 
 from algorithms.deeprm.sim import DeepRMConfig, DeepRMSimulation  # noqa: E402
 from emulator.drivers import make_driver  # noqa: E402
 from emulator.scenario import get_scenario  # noqa: E402
 from algorithms.deeprm.view import DeepRMViewConfig  # noqa: E402
+from policy_engine.waiting import WaitTimeout, wait_until  # noqa: E402
 
 POLICIES = ("deeprm-pg", "sjf", "packer", "fifo")
 LABEL = {"deeprm-pg": "DeepRM-PG", "sjf": "SJF", "packer": "Packer", "fifo": "FIFO"}
@@ -172,7 +171,7 @@ def compile_submitter(workdir: Path) -> Path:
 
 class RealCluster:
     def __init__(self, args, log):
-        from cluster import Cluster, ClusterSpec
+        from docker_cluster.cluster import Cluster, ClusterSpec
 
         self.args, self.log = args, log
         rm = {"yarn.scheduler.maximum-allocation-vcores": str(RES_SLOT),
@@ -249,15 +248,18 @@ class RealCluster:
             elif parts and parts[0] == "start":
                 start_ms = int(parts[1])
         by_name = {j["name"]: j for j in jobs}
-        deadline = time.time() + self.args.drain_s
         apps: dict = {}
-        while time.time() < deadline:
+
+        def every_job_ended() -> bool:
             listing = http_json(f"{rm}/ws/v1/cluster/apps?applicationTypes=SLEEP&startedTimeBegin={int(t0) - 1000}")
-            apps = {a["id"]: a for a in ((listing.get("apps") or {}).get("app") or []) if a["id"] in ids}
-            done = [a for a in apps.values() if a["state"] in ("FINISHED", "FAILED", "KILLED")]
-            if len(done) == len(ids):
-                break
-            time.sleep(2)
+            apps.clear()
+            apps.update({a["id"]: a for a in ((listing.get("apps") or {}).get("app") or []) if a["id"] in ids})
+            return sum(a["state"] in ("FINISHED", "FAILED", "KILLED") for a in apps.values()) == len(ids)
+
+        try:
+            wait_until(every_job_ended, self.args.drain_s, "every job to end", interval_s=2.0)
+        except WaitTimeout:
+            pass  # the rows below record the jobs that had not ended ("done": False)
         jmx1 = self.cluster.rm_jmx()
         rows = []
         for app_id, name in ids.items():
@@ -366,7 +368,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--cluster", choices=["docker", "emulator"], default="emulator",
-                    help="docker: the container cluster (docker/cluster.py, started and removed here); emulator: "
+                    help="docker: the container cluster (docker_cluster/cluster.py, started and removed here); emulator: "
                          "only the emulator's prediction")
     ap.add_argument("--runs", type=int, default=3, help="job sets (seeds --seed ..), each under every policy")
     ap.add_argument("--seed", type=int, default=1, help="first job set's seed (default 1)")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """RL-FC's job stream routed by each policy in turn on a real YARN Federation, beside the emulator's prediction.
 
-    make federation-up        # docker/cluster.py up --federation 2 --sc-ids SC5,SC3 --sc-memory 4096,2048
+    make federation-up        # docker_cluster/cluster.py up --federation 2 --sc-ids SC5,SC3 --sc-memory 4096,2048
     .venv/bin/python benchmarks/federation.py --policies random,sf-e,maf,rl-fc,rl-lsfc --pattern uniform --jobs 40
 
 The stream is the emulator's own: `generate(jobs, RL-FC's PATTERN, RL-FC's job profile, 5 clusters, seed)`
@@ -47,8 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
+from policy_engine.waiting import wait_until
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "docker"))
 
 RESULTS = REPO / "benchmarks" / "results" / "federation"
 EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/yarnrl-sleep-job.jar"  # SleepJob (docker/router)
@@ -118,7 +119,7 @@ APP_ID = re.compile(r"Submitted application (application_\d+_\d+)")
 
 
 def app_record(fed, app_id: str) -> dict | None:
-    from cluster import _http_json
+    from docker_cluster.cluster import _http_json
 
     for k, sc in enumerate(fed.spec.sc_ids()):
         try:
@@ -173,15 +174,9 @@ def run_one_job_alone(fed, tmp: Path, jvm_opts: str = "") -> float:
 def wait_router_policy(fed, timeout: float = 120.0) -> None:
     """Builds the Router's policy (its first client call does) and waits for the engine's protocol handshake."""
     fed.exec("yarn application -list -appStates FINISHED >/dev/null 2>&1 || true", timeout=120, check=False)
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        try:
-            if fed.router_jmx().get("HandshakeState") == "OK":
-                return
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(1)
-    raise RuntimeError(f"the Router policy did not reach the engine within {timeout:.0f} s: {fed.router_jmx()}")
+    wait_until(lambda: fed.router_jmx().get("HandshakeState") == "OK", timeout,
+               "the Router policy's handshake with the engine", interval_s=1.0,
+               retry_on=(OSError, ValueError, KeyError), detail=fed.router_jmx)
 
 
 def run_policy(fed, policy: str, jobs: list[dict], args, tmp: Path) -> dict:
@@ -451,7 +446,7 @@ def main(argv=None) -> int:
     if args.predict_only:
         print(json.dumps({"predictions": predictions}))
         return 0
-    from federation import Federation
+    from docker_cluster.federation import Federation
 
     fed = Federation.attach(args.name)
     tmp = Path(args.out) / "logs"

@@ -43,7 +43,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "docker"))
 
 REPORT_FORMAT = "%-12s %-10s %-8s %-20s %-20s %-20s %-20s"
 REPORT_HEADER = ("Type", "Date", "Time", "Input_data_size", "Duration(s)", "Throughput(bytes/s)", "Throughput/node")
@@ -138,10 +137,10 @@ def counter(output: str, name: str) -> int | None:
 
 
 class DockerTarget:
-    """The cluster of docker/cluster.py (`make cluster-up`)."""
+    """The cluster of docker_cluster/cluster.py (`make cluster-up`)."""
 
     def __init__(self, name: str, job_timeout: float):
-        import cluster as docker_cluster
+        from docker_cluster import cluster as docker_cluster
 
         self.dc = docker_cluster
         self.cluster = docker_cluster.Cluster.attach(name)
@@ -355,8 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         except UnknownPolicy as e:
             ap.error(f"--policies: {e}")
 
-    import cluster as docker_cluster
-    import images
+    from docker_cluster import cluster as docker_cluster
+    from docker_cluster import images
 
     try:
         if args.cluster == "mini":

@@ -49,9 +49,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import real_locality as rl  # noqa: E402  (build_plugin, java17_opens, the plugin's paths)
+from policy_engine import metrics_scrape  # noqa: E402
+from policy_engine.metrics_scrape import Metrics  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "plugin_scale"
 MAIN_CLASS = "org.yarnrl.yarn.bench.SchedulerScale"
@@ -293,35 +294,23 @@ def process_cpu_s(pid: int) -> float:
 
 def histogram_quantile(buckets: list[tuple[float, float]], q: float) -> float:
     """Prometheus-style quantile from cumulative (upper bound, count) buckets, in any order."""
-    from policy_engine.metrics_scrape import histogram_quantile as quantile
-
-    return quantile(sorted(buckets), q)
+    return metrics_scrape.histogram_quantile(sorted(buckets), q)
 
 
 def engine_side(pid: int, cpu0: float, metrics_port: int | None) -> dict:
     """The engine process over the whole case: CPU seconds, decisions (its own counter), decision latency inside
     the engine (its histogram, per RPC)."""
-    import urllib.request
-
     out: dict = {"cpu_s": process_cpu_s(pid) - cpu0}
     if metrics_port is None:
         return out
     try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
+        m = Metrics.scrape(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5)
     except OSError as e:
         out["metrics_error"] = str(e)
         return out
-    decisions = 0.0
-    buckets: dict[str, list[tuple[float, float]]] = {}
-    for line in text.splitlines():
-        if line.startswith("yarnrl_decisions_total{"):
-            decisions += float(line.rsplit(" ", 1)[1])
-        elif line.startswith("yarnrl_decision_latency_seconds_bucket{"):
-            labels = dict(kv.split("=", 1) for kv in line[line.index("{") + 1:line.index("}")].split(","))
-            rpc, le = labels["rpc"].strip('"'), labels["le"].strip('"')
-            buckets.setdefault(rpc, []).append((float(le), float(line.rsplit(" ", 1)[1])))
-    out["decisions"] = decisions
-    for rpc, b in buckets.items():
+    out["decisions"] = m.total("yarnrl_decisions_total")
+    for rpc in m.by_label("yarnrl_decision_latency_seconds_count", "rpc"):
+        b = m.buckets("yarnrl_decision_latency_seconds", rpc=rpc)
         if b and max(c for _, c in b) > 0:
             out[f"{rpc}_latency_p50_ms"] = histogram_quantile(b, 0.50) * 1e3
             out[f"{rpc}_latency_p99_ms"] = histogram_quantile(b, 0.99) * 1e3

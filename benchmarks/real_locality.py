@@ -23,7 +23,7 @@ Needs Java 17 and Maven (the plugin and its test classes are built on first use)
         --workloads wordcount,sort,terasort --sizes tiny --runs 3
     .venv/bin/python benchmarks/real_locality.py ... --clqlmrs-model none     # CLQLMRS from an empty table
 
---cluster docker runs the same on the container cluster (docker/cluster.py; `make images` first): attached to when
+--cluster docker runs the same on the container cluster (docker_cluster/cluster.py; `make images` first): attached to when
 a cluster named --docker-name runs, else started and removed at the end. Cache locality there is the engine's own
 read-level labels (no per-map probe in the containers); the emulator's prediction uses its 500 ms heartbeat.
 
@@ -39,7 +39,7 @@ replication 2 on 4 nodes: half), and an `<N>mb` size gives blocks large enough f
 and caps its remote reads at the same rate; --clqlmrs-model models/clqlmrs-docker-rep1.safetensors is the table
 trained on that shape.
 
-    python docker/cluster.py up --worker-egress-mbit 5     # default NodeManagers (4,096 MB / 4 vcores): since
+    python -m docker_cluster up --worker-egress-mbit 5     # default NodeManagers (4,096 MB / 4 vcores): since
                                                            # issue 23 the engine counts what YARN's calculator counts
     .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \\
         --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 3 \\
@@ -70,6 +70,8 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from policy_engine.metrics_scrape import Metrics, histogram_quantile
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "yarn_plugin"
@@ -188,7 +190,7 @@ class MiniCluster:
 
 
 class DockerLab:
-    """The container cluster of docker/cluster.py behind the methods of LocalityLab that this benchmark calls, so
+    """The container cluster of docker_cluster/cluster.py behind the methods of LocalityLab that this benchmark calls, so
     one experiment loop drives both clusters. Jobs are Hadoop's example jobs run with `hadoop jar` in the client
     container (HiBench's commands, benchmarks/hibench.py, plus one block per input file); map counts come from the
     MapReduce counters the client prints, job times from the ResourceManager's REST API. There is no per-map
@@ -227,7 +229,7 @@ class DockerLab:
                            "output": "" if rc == 0 else "\n".join(out.splitlines()[-15:])})
 
     def randomText(self, path: str, amount: int, maps: int, block: int, replication: int = 2) -> str:
-        from cluster import EXAMPLES_JAR
+        from docker_cluster.cluster import EXAMPLES_JAR
 
         return self._generate(["hadoop", "jar", EXAMPLES_JAR, "randomtextwriter", "-D", f"dfs.blocksize={block}",
                                "-D", f"dfs.replication={replication}",
@@ -235,7 +237,7 @@ class DockerLab:
                                f"mapreduce.randomtextwriter.bytespermap={max(1, amount // maps)}", path])
 
     def teraGen(self, path: str, rows: int, maps: int, block: int, replication: int = 2) -> str:
-        from cluster import EXAMPLES_JAR
+        from docker_cluster.cluster import EXAMPLES_JAR
 
         return self._generate(["hadoop", "jar", EXAMPLES_JAR, "teragen", "-D", f"dfs.blocksize={block}", "-D",
                                f"dfs.replication={replication}", "-D",
@@ -286,7 +288,7 @@ class DockerLab:
     def submit(self, workload: str, inp: str, out: str, tag: str) -> int:
         import threading
 
-        from cluster import EXAMPLES_JAR
+        from docker_cluster.cluster import EXAMPLES_JAR
 
         tags = ["-D", f"mapreduce.job.tags={tag}"]
         if workload == "wordcount":
@@ -367,8 +369,7 @@ class DockerCluster:
 
     def __init__(self, name: str, deadline_ms: int, worker_egress_mbit: float | None = None,
                  mode: str = "active"):
-        sys.path.insert(0, str(ROOT / "docker"))
-        import cluster as docker_cluster
+        from docker_cluster import cluster as docker_cluster
 
         try:
             self.cluster = docker_cluster.Cluster.attach(name)
@@ -377,7 +378,7 @@ class DockerCluster:
             running = str(self.cluster.rm_jmx().get("EngineMode", "active"))
             if running != mode:
                 raise SystemExit(f"real_locality: the cluster {name!r} runs yarnrl.engine.mode={running}, not "
-                                 f"{mode}: take it down (docker/cluster.py down --name {name}) or pick another name")
+                                 f"{mode}: take it down (docker_cluster/cluster.py down --name {name}) or pick another name")
             if worker_egress_mbit is not None:
                 self.cluster.shape_workers(worker_egress_mbit)
         except docker_cluster.ClusterError as e:
@@ -386,7 +387,7 @@ class DockerCluster:
             spec = docker_cluster.ClusterSpec(name=name, engine_deadline_ms=deadline_ms,
                                               worker_egress_mbit=worker_egress_mbit,
                                               rm_properties={"yarnrl.engine.mode": mode} if mode != "active" else {})
-            log(f"starting the container cluster {name!r} (docker/cluster.py; minutes)")
+            log(f"starting the container cluster {name!r} (docker_cluster/cluster.py; minutes)")
             self.cluster = docker_cluster.Cluster(spec).up(timeout=900, progress=log)
             self.started = True
         egress = self.cluster.spec.worker_egress_mbit
@@ -401,7 +402,7 @@ class DockerCluster:
 
 
 class DockerEngine:
-    """The engine container restarted with one policy (docker/cluster.py start_engine); same face as Engine."""
+    """The engine container restarted with one policy (docker_cluster/cluster.py start_engine); same face as Engine."""
 
     def __init__(self, cluster, policy: str, options: list[str], workdir: Path):
         settings, args, volumes = [], [], {}
@@ -482,14 +483,12 @@ def shadow_mix(text: str) -> dict:
     """Shadow mode's comparison from the engine's metrics: its would-be locality mix and YARN's on the shadowed
     heartbeats (yarnrl_shadow_containers_total), and YARN's containers that went to an ask the engine also chose
     for that node (agree) or not (differ)."""
-    out: dict = {"decisions": int(sum(metric_values(text, "yarnrl_shadow_decisions_total").values())),
-                 "engine": {}, "yarn": {}, "placements": {}}
-    for labels, v in metric_values(text, "yarnrl_shadow_containers_total").items():
-        who = re.search(r'placed_by="(\w+)"', labels).group(1)
-        loc = re.search(r'locality="(\w+)"', labels).group(1)
-        out[who][loc] = out[who].get(loc, 0) + int(v)
-    for labels, v in metric_values(text, "yarnrl_shadow_placements_total").items():
-        out["placements"][re.search(r'outcome="(\w+)"', labels).group(1)] = int(v)
+    m = Metrics(text)
+    out: dict = {"decisions": int(m.total("yarnrl_shadow_decisions_total")), "engine": {}, "yarn": {},
+                 "placements": {k: int(v) for k, v in m.by_label("yarnrl_shadow_placements_total", "outcome").items()}}
+    for s in m.select("yarnrl_shadow_containers_total"):
+        who, loc = s.labels["placed_by"], s.labels["locality"]
+        out[who][loc] = out[who].get(loc, 0) + int(s.value)
     return out
 
 
@@ -507,28 +506,8 @@ def mix_shares(counts: dict) -> dict:
     return {"total": total, **{k: round(v / total, 3) for k, v in sorted(counts.items())}} if total else {"total": 0}
 
 
-def metric_values(text: str, name: str) -> dict[str, float]:
-    """`{labels: value}` of one Prometheus metric family's samples named exactly `name`."""
-    out = {}
-    for m in re.finditer(rf"^{re.escape(name)}(\{{[^}}]*\}})?\s+(\S+)$", text, re.M):
-        out[m.group(1) or ""] = float(m.group(2))
-    return out
-
-
-def histogram_buckets(text: str, name: str, label: str) -> list[tuple[float, float]]:
-    """Cumulative (upper bound, count) of one histogram series."""
-    out = []
-    for labels, v in metric_values(text, f"{name}_bucket").items():
-        if label in labels:
-            le = re.search(r'le="([^"]+)"', labels).group(1)
-            out.append((math.inf if le == "+Inf" else float(le), v))
-    return sorted(out)
-
-
 def quantile(buckets: list[tuple[float, float]], q: float) -> float:
     """Prometheus' histogram_quantile (policy_engine.metrics_scrape)."""
-    from policy_engine.metrics_scrape import histogram_quantile
-
     return histogram_quantile(buckets, q)
 
 
@@ -963,7 +942,7 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--cluster", choices=("mini", "docker"), default="mini",
                    help="mini: MiniDFSCluster + MiniYARNCluster in one JVM driven over py4j (default); docker: the "
-                        "container cluster of docker/cluster.py (4 workers in 2 racks; attached to when running "
+                        "container cluster of docker_cluster/cluster.py (4 workers in 2 racks; attached to when running "
                         "under --docker-name, else started and removed again)")
     p.add_argument("--docker-name", default="yarnrl", help="the container cluster's name (default %(default)s)")
     p.add_argument("--mode", choices=("active", "shadow"), default="active",
@@ -981,7 +960,7 @@ def main(argv=None) -> int:
                         "half the blocks; a real cluster of 12+ nodes with 3 replicas holds at most a quarter: "
                         "--replication 1 gives 4 workers that shape. The emulator's prediction uses the same")
     p.add_argument("--worker-egress-mbit", type=float, default=None, metavar="MBIT",
-                   help="docker only: limit every worker's eth0 egress to MBIT Mbit/s (docker/cluster.py "
+                   help="docker only: limit every worker's eth0 egress to MBIT Mbit/s (docker_cluster/cluster.py "
                         "--worker-egress-mbit; tc tbf, needs root) so that a remote block read costs bandwidth and "
                         "a local one does not, as on a real cluster behind oversubscribed links; the emulator caps "
                         "remote reads at the same rate. Default: leave the cluster as it is (unshaped when started "
@@ -1131,6 +1110,7 @@ def main(argv=None) -> int:
                                 rs = run_policy(lab, data, workload, args.jobs, args.interarrival_s,
                                                 f"{name}-{run}")
                             text = engine.metrics()
+                            scraped = Metrics(text)
                         finally:
                             engine.stop()
                         summary = summarize_run(rs)
@@ -1144,23 +1124,23 @@ def main(argv=None) -> int:
                         if args.mode == "shadow":
                             summary["shadow"] = shadow_mix(text)
                         if not sum(summary["read"].values()):  # no per-map probe (docker): the engine's labels
-                            run_labels = {re.search(r'state="(\w+)"', k).group(1): int(v) for k, v in
-                                          metric_values(text, "yarnrl_map_containers_read_total").items()}
+                            run_labels = {k: int(v) for k, v in
+                                          scraped.by_label("yarnrl_map_containers_read_total", "state").items()}
                             summary["read"] = {st: run_labels.get(st.lower(), 0) for st in STATES}
                             labelled = sum(summary["read"].values())
                             summary["cache_locality"] = (summary["read"]["CL"] / labelled if labelled
                                                          else float("nan"))
                         # requests the engine refused or failed (by rpc and status code), for the plugin's fallbacks
-                        summary["engine_errors"] = {k: int(v) for k, v in
-                                                    metric_values(text, "yarnrl_request_errors_total").items() if v}
+                        summary["engine_errors"] = {
+                            "{" + ",".join(f'{k}="{v}"' for k, v in e.labels.items()) + "}": int(e.value)
+                            for e in scraped.select("yarnrl_request_errors_total") if e.value}
                         summary["jobs"] = rs
                         summary["load_average"] = round(os.getloadavg()[0], 1)  # 1-min, at the run's end
                         per_policy[name]["runs"].append(summary)
                         per_policy[name]["latency"] = merge_buckets(
                             per_policy[name]["latency"],
-                            histogram_buckets(text, "yarnrl_decision_latency_seconds", 'rpc="schedule"'))
-                        for labels, v in metric_values(text, "yarnrl_map_containers_read_total").items():
-                            st = re.search(r'state="(\w+)"', labels).group(1)
+                            scraped.buckets("yarnrl_decision_latency_seconds", rpc="schedule"))
+                        for st, v in scraped.by_label("yarnrl_map_containers_read_total", "state").items():
                             per_policy[name]["labels"][st] = per_policy[name]["labels"].get(st, 0) + int(v)
                         bar.update(1)
                         # each policy run as it ends, so a run cut short keeps what it measured

@@ -14,8 +14,8 @@ WORKLOADS=${2:-wordcount}
 SEED=${3:-4}
 PY=${PY:-/work/main/.venv/bin/python}
 export PYTHONPATH=$PWD OMP_NUM_THREADS=1
-trap '$PY docker/cluster.py down --name sim2real >/dev/null 2>&1 || true' EXIT
-$PY docker/cluster.py up --name sim2real --nm-vcores 8 --worker-egress-mbit 5
+trap '$PY docker_cluster/cluster.py down --name sim2real >/dev/null 2>&1 || true' EXIT
+$PY docker_cluster/cluster.py up --name sim2real --nm-vcores 8 --worker-egress-mbit 5
 $PY benchmarks/real_locality.py --cluster docker --docker-name sim2real --policies fifo,delay,acl,clqlmrs \
     --workloads "$WORKLOADS" --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs "$RUNS" \
     --seed "$SEED" --clqlmrs-model models/clqlmrs-docker-calibrated.safetensors

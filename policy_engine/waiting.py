@@ -40,7 +40,10 @@ def wait_until(cond: Callable[[], T], timeout_s: float, what: str, interval_s: f
     if last_error:
         message += f" (last error: {last_error})"
     if detail is not None:
-        message += f"; last seen: {detail()}"
+        try:
+            message += f"; last seen: {detail()}"
+        except retry_on as e:  # the thing awaited may still not answer: the timeout must still say what it was
+            message += f"; last seen: nothing ({type(e).__name__}: {e})"
     raise WaitTimeout(message)
 
 

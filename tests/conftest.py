@@ -43,11 +43,9 @@ def engine_factory():
             e.stop()
 
 
-# docker/*.py (cluster.py, federation.py, images.py) and benchmarks/*.py import their siblings as scripts do; the tests
-# import both, from here. docker/ comes first: `federation` is docker/federation.py, not benchmarks/federation.py
+# benchmarks/*.py are scripts that import their siblings (`import real_locality`); the tests import them from here.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk's image would come from a registry
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docker"))
 
 
 def _in_ci() -> bool:
@@ -56,9 +54,9 @@ def _in_ci() -> bool:
 
 @pytest.fixture(scope="session")
 def docker_engine():
-    """The Docker engine (docker/images.py connect()); the container tests skip with the reason saying how to start
+    """The Docker engine (docker_cluster/images.py connect()); the container tests skip with the reason saying how to start
     one when none answers, and fail instead under CI (CI=true), so CI cannot pass without having run them."""
-    import images  # docker/images.py
+    from docker_cluster import images  # docker_cluster/images.py
 
     try:
         return images.connect()

@@ -142,15 +142,15 @@ def test_unknown_policy_is_refused_with_the_registered_names(capsys):
 
 
 def test_proxy_cases_need_a_cluster_with_the_fault_proxy():
-    class NoProxy:  # a cluster started without `--fault-proxy` (what docker/cluster.py says then)
+    class NoProxy:  # a cluster started without `--fault-proxy` (what docker_cluster/cluster.py says then)
         @property
         def proxy_control(self):
-            import cluster
+            from docker_cluster import cluster
 
             raise cluster.ClusterError("cluster 'x' has no fault proxy in front of its engine: start it with "
-                                       "`docker/cluster.py up --fault-proxy` (ClusterSpec.fault_proxy)")
+                                       "`docker_cluster/cluster.py up --fault-proxy` (ClusterSpec.fault_proxy)")
 
-    import cluster
+    from docker_cluster import cluster
 
     for case in cf.PROXY_CASES:
         with pytest.raises(cluster.ClusterError, match="up --fault-proxy"):

@@ -10,12 +10,12 @@ import signal
 import socket
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from policy_engine.cli import start_engine_subprocess
+from policy_engine.metrics_scrape import Metrics
 from policy_engine.waiting import wait_until
 
 MODEL = Path(__file__).resolve().parents[1] / "models" / "clqlmrs-mini.safetensors"
@@ -31,7 +31,6 @@ if not (CHROMIUM and CHROMEDRIVER):
                 ".ci/run does it)", allow_module_level=True)
 
 webdriver = pytest.importorskip("selenium.webdriver")
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 
@@ -42,12 +41,8 @@ def _free_port() -> int:
 
 
 def _metrics(port: int) -> dict[tuple[str, tuple], float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for s in Metrics.scrape(f"http://127.0.0.1:{port}/metrics", timeout=5).samples}
 
 
 def _total(metrics, name: str, **labels) -> float:

@@ -78,7 +78,7 @@ def test_baselines_choose_as_deeprm_agents_do():
     assert len(picks) > 1
 
 
-def test_seed003_ordering_sjf_packer_random():
+def test_deeprm_ordering_sjf_packer_random():
     sc = get_scenario("deeprm", load=0.75)
     slow = {p: np.mean([e["slowdown"] for e in run_policy(sc, p, 8, 0, progress=False)])
             for p in ("sjf", "packer", "deeprm-random")}

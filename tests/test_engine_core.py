@@ -17,6 +17,7 @@ from policy_engine import artifact
 from policy_engine.codec import decode_route, encode_route
 from policy_engine.engine import Engine, EngineMetrics
 from policy_engine.learning import LearningLoop
+from policy_engine.metrics_scrape import Metrics
 from policy_engine.policy import SCHEDULING_OPPORTUNITIES, available, create
 from policy_engine.types import (
     Assignment,
@@ -394,9 +395,9 @@ def test_several_workers_only_for_stateless_policies(tmp_path):
     import socket
     import subprocess
     import sys as _sys
-    import urllib.request
 
     from policy_engine.cli import start_engine_subprocess
+    from policy_engine.waiting import retry
     from policy_engine.client import PolicyEngineClient
     from policy_engine.codec import encode_schedule
 
@@ -415,15 +416,9 @@ def test_several_workers_only_for_stateless_policies(tmp_path):
                 client.wait_ready(30)
                 assert sum(a.count for a in client.schedule(encode_schedule(obs)).assignments) == 2
         for port in (metrics, metrics + 1):  # both workers are up, each with its own metrics
-            for _ in range(100):
-                try:
-                    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-                    break
-                except OSError:
-                    import time as _time
-
-                    _time.sleep(0.2)
-            assert "yarnrl_decisions_total" in text or "yarnrl_decisions" in text
+            scraped = retry(lambda: Metrics.scrape(f"http://127.0.0.1:{port}/metrics", timeout=5), 20,
+                            f"worker metrics on port {port}", interval_s=0.2)
+            assert any(s.name.startswith("yarnrl_") for s in scraped.samples)  # the engine's own families
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0

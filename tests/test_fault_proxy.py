@@ -1,4 +1,4 @@
-"""docker/fault_proxy.py and docker/invalid_engine.py on loopback, without containers: bytes pass through, a delay
+"""docker_cluster/fault_proxy.py and docker_cluster/invalid_engine.py on loopback, without containers: bytes pass through, a delay
 holds every chunk at least that long each way, a cut resets open connections and new ones until restored, the
 upstream can be re-pointed, bad commands are refused; the invalid engine speaks the protocol (health SERVING,
 GetInfo's version) and every answer breaks a rule the plugin re-checks (Snapshots.check). The faults themselves run
@@ -14,8 +14,8 @@ import time
 import grpc
 import pytest
 
-import fault_proxy as fp  # noqa: E402
-import invalid_engine as ie  # noqa: E402
+from docker_cluster import fault_proxy as fp  # noqa: E402
+from docker_cluster import invalid_engine as ie  # noqa: E402
 from policy_engine import PROTOCOL_VERSION  # noqa: E402
 from policy_engine.proto import SERVICE_NAME, pb, pb_grpc  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The federation's parts that need no containers: the sub-cluster settings docker/federation.py renders, the
+"""The federation's parts that need no containers: the sub-cluster settings docker_cluster/federation.py renders, the
 invalid engine's Route answers, and benchmarks/federation.py's job mapping and metrics."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-import federation as docker_federation  # noqa: E402  (docker/federation.py)
-import invalid_engine  # noqa: E402  (docker/invalid_engine.py)
+from docker_cluster import federation as docker_federation  # noqa: E402  (docker_cluster/federation.py)
+from docker_cluster import invalid_engine  # noqa: E402  (docker_cluster/invalid_engine.py)
 
 
 def _bench():

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 import hibench  # noqa: E402
-import images  # noqa: E402
+from docker_cluster import images  # noqa: E402
 
 WHEN = dt.datetime(2026, 11, 23, 19, 52, 55)
 
@@ -85,7 +85,7 @@ def test_no_docker_engine_is_one_line_saying_how_to_start_one(monkeypatch, tmp_p
         images.connect()
     msg = str(e.value)
     assert "\n" not in msg and "dockerd --iptables=false" in msg and "no-such.sock" in msg
-    r = subprocess.run([sys.executable, str(ROOT / "docker" / "cluster.py"), "down"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "docker_cluster", "down"], capture_output=True,
                        text=True, timeout=60, env={**__import__("os").environ, "DOCKER_HOST": f"unix://{tmp_path}/x"})
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "Start one" in r.stderr
 

@@ -169,7 +169,7 @@ def test_papers_ordering_fifo_delay_acl_on_local_task_rate():
     assert rates[0] < rates[1] < rates[2], rates
 
 
-def test_seed001_trends_cache_size_and_map_count():
+def test_clqlmrs_trends_cache_size_and_map_count():
     caches = [_mean(get_scenario("locality-wordcount", maps=100, jobs=1, cache_gb=c), "acl", "cache_locality", 3)
               for c in (2, 4, 8)]
     assert caches[0] < caches[1] < caches[2], caches

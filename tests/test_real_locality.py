@@ -52,7 +52,7 @@ def test_a_client_run_gives_the_map_counters_and_the_resource_managers_job_times
 def test_engine_options_become_container_arguments_and_mounts(tmp_path):
     calls = []
 
-    class Cluster:  # records what DockerEngine asks docker/cluster.py for
+    class Cluster:  # records what DockerEngine asks docker_cluster/cluster.py for
         def start_engine(self, policy, settings, args=None, volumes=None):
             calls.append((policy, settings, args, volumes))
 
@@ -83,7 +83,7 @@ def test_the_plugin_builds_output_goes_to_stderr_not_stdout(tmp_path, monkeypatc
 
 
 # ------------------------------------------------------------------------------------------ the shaped cluster
-import cluster as docker_cluster  # noqa: E402  (docker/cluster.py)
+from docker_cluster import cluster as docker_cluster  # noqa: E402  (docker_cluster/cluster.py)
 
 
 def test_worker_egress_shaping_is_a_token_bucket_on_eth0_and_its_removal():

@@ -3,12 +3,10 @@ old model keeps serving, GetInfo naming the new version, and calls in flight ans
 
 from __future__ import annotations
 
-import re
 import signal
 import socket
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import grpc
@@ -16,6 +14,7 @@ import pytest
 from heartbeats import map_ask, node, observe
 
 from policy_engine.codec import encode_schedule
+from policy_engine.metrics_scrape import Metrics
 from policy_engine.waiting import wait_until
 from algorithms.clqlmrs.policy import ClqlmrsPolicy
 
@@ -50,9 +49,8 @@ def heartbeat(i: int):
 
 
 def reloads(metrics_port: int) -> dict[str, float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
-    return {m.group(1): float(m.group(2))
-            for m in re.finditer(r'yarnrl_model_reloads_total\{result="(\w+)"\} ([0-9.e+]+)', text)}
+    return Metrics.scrape(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).by_label(
+        "yarnrl_model_reloads_total", "result")
 
 
 def wait_for(predicate, timeout: float = 60.0, what: str = ""):

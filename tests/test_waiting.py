@@ -59,3 +59,12 @@ def test_retry_returns_falsy_answers_and_gives_up_at_the_deadline():
     assert retry(answers_zero_on_the_third_call, 5, "a counter", interval_s=0.001) == 0
     with pytest.raises(WaitTimeout, match="the RM's JMX"):
         retry(lambda: (_ for _ in ()).throw(OSError("down")), 0.05, "the RM's JMX", interval_s=0.01)
+
+
+def test_a_detail_that_cannot_be_read_still_gives_the_timeout_its_message():
+    def down():
+        raise ConnectionRefusedError("connection refused")
+
+    with pytest.raises(WaitTimeout) as e:
+        wait_until(down, 0.05, "the Router's JMX", interval_s=0.01, detail=down)
+    assert "the Router's JMX" in str(e.value) and "last seen: nothing (ConnectionRefusedError" in str(e.value)

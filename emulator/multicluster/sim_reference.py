@@ -3,8 +3,10 @@ releases on two heaps ordered by (step, sequence number).
 
 `MultiClusterSim` runs the same events in one inlined loop over a calendar of steps (emulator/multicluster/sim.py).
 This class is the reference it is tested against (tests/test_multicluster_fast_path.py: identical decisions,
-events, execution log, occupation and metrics on every scenario family); it is slower, not different. Everything
-outside the event loop (observations, occupation log, elasticity, results) is shared.
+events, execution log, occupation and metrics on every scenario family); it is slower, not different. It is kept
+for that test alone (nothing else imports it): an independent, readable statement of the event rules that the two
+fast loops (inlined Python, compiled _fastloop.pyx) must match. Everything outside the event loop (observations,
+occupation log, elasticity, results) is shared.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def profile(name: str) -> AppProfile:
 
 def read_rates_mb_s(remote_read_mb_s: float | None = None) -> np.ndarray:
     """READ_MB_S, with the reads from another node (CRL, DRL, NO) capped at `remote_read_mb_s` (a network-bound
-    cluster: each node's egress shaped, as docker/cluster.py --worker-egress-mbit does)."""
+    cluster: each node's egress shaped, as docker_cluster/cluster.py --worker-egress-mbit does)."""
     if remote_read_mb_s is None:
         return READ_MB_S
     rates = READ_MB_S.copy()

@@ -1,4 +1,4 @@
-"""The cluster tests run on a real Hadoop cluster in containers (docker/cluster.py), booted once per session.
+"""The cluster tests run on a real Hadoop cluster in containers (docker_cluster/cluster.py), booted once per session.
 
 They run whenever a Docker engine answers. Without one they are skipped, with the reason saying how to start one;
 under CI (CI=true) an unreachable engine is a failure instead, so CI cannot pass without having run them.
@@ -12,15 +12,15 @@ import uuid
 
 import pytest
 
-import cluster as docker_cluster  # (docker/cluster.py, on the path from tests/conftest.py)
-import images  # (docker/images.py)
+from docker_cluster import cluster as docker_cluster  # (docker_cluster/cluster.py, on the path from tests/conftest.py)
+from docker_cluster import images  # (docker_cluster/images.py)
 
 
 @pytest.fixture(scope="session")
 def cluster(docker_engine):
     """One cluster for the whole session: images built (or found cached), then booted with ports picked by Docker
     on 127.0.0.1, a unique name, a short breaker open period so the recovery tests run quickly, and the fault proxy
-    in front of the engine (docker/fault_proxy.py: the slow, invalid and netcut cases)."""
+    in front of the engine (docker_cluster/fault_proxy.py: the slow, invalid and netcut cases)."""
     t = time.monotonic()
     built = images.ensure_images()
     build_s = time.monotonic() - t

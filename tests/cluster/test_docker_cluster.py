@@ -1,4 +1,4 @@
-"""A real Hadoop 3.5.0 cluster in containers with RlScheduler and the policy engine (docker/cluster.py).
+"""A real Hadoop 3.5.0 cluster in containers with RlScheduler and the policy engine (docker_cluster/cluster.py).
 
 The tests share one cluster (conftest.py; the engine behind the fault proxy) and run in file order: the destructive
 ones (benchmarks/cluster_faults.py's cases: engine killed, paused, slowed, answering invalid schedules, its network
@@ -18,7 +18,7 @@ from policy_engine.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
-import cluster as docker_cluster  # noqa: E402  (docker/cluster.py, on sys.path through conftest.py)
+from docker_cluster import cluster as docker_cluster  # noqa: E402  (docker_cluster/cluster.py, on sys.path through conftest.py)
 import cluster_faults  # noqa: E402  (benchmarks/cluster_faults.py)
 import hibench  # noqa: E402  (benchmarks/hibench.py)
 
@@ -172,14 +172,14 @@ def test_engine_slowed_beyond_the_deadline_times_out_then_recovers(cluster):
 
 def test_engine_answering_invalid_schedules_is_refused_then_recovers(cluster):
     r = _fault_case(cluster, "invalid", unhealthy=False)
-    # every answer of docker/invalid_engine.py breaks a rule: the plugin refused them (counted per reason), and
+    # every answer of docker_cluster/invalid_engine.py breaks a rule: the plugin refused them (counted per reason), and
     # since no node was over-allocated, none was applied
     assert r["fallbacks"]["invalid_answer"] > 0, r
 
 
 def test_engine_that_only_waits_cannot_starve_a_job(cluster):
     r = _fault_case(cluster, "waits", unhealthy=False)
-    # every answer of docker/invalid_engine.py --kinds wait is valid and empty: the plugin schedules each ask natively
+    # every answer of docker_cluster/invalid_engine.py --kinds wait is valid and empty: the plugin schedules each ask natively
     # once it has waited its cap (issue 23), counted by reason; nothing is refused as invalid
     assert r["fallbacks"]["wait_heartbeats"] + r["fallbacks"]["wait_time"] > 0, r
     assert r["fallbacks"]["invalid_answer"] == 0

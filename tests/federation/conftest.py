@@ -1,4 +1,4 @@
-"""The federation tests run on a real YARN Federation in containers (docker/federation.py), booted once per session:
+"""The federation tests run on a real YARN Federation in containers (docker_cluster/federation.py), booted once per session:
 ZooKeeper, the 3.4.2 Router with the learned Router policy, two sub-clusters of different sizes, HDFS, the engine
 and a client. Like tests/cluster: skipped with the reason when no Docker engine answers (a failure under CI=true),
 and every container and the network are removed at the end, also when a test or the boot fails.
@@ -11,9 +11,9 @@ import uuid
 
 import pytest
 
-import cluster as docker_cluster  # (docker/cluster.py, on the path from tests/conftest.py)
-import federation as docker_federation  # (docker/federation.py)
-import images  # (docker/images.py)
+from docker_cluster import cluster as docker_cluster  # (docker_cluster/cluster.py, on the path from tests/conftest.py)
+from docker_cluster import federation as docker_federation  # (docker_cluster/federation.py)
+from docker_cluster import images  # (docker_cluster/images.py)
 
 
 @pytest.fixture(scope="session")

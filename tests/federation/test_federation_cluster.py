@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from federation import Federation, ROUTER_JMX_BEAN  # noqa: F401  (docker/federation.py, via conftest)
+from docker_cluster.federation import Federation, ROUTER_JMX_BEAN  # noqa: F401
+from policy_engine.waiting import WaitTimeout, wait_until
 
 EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/yarnrl-sleep-job.jar"  # SleepJob (docker/router)
 APP_ID = re.compile(r"Submitted application (application_\d+_\d+)")
@@ -32,21 +33,19 @@ def start_sleep_job(fed: Federation, map_ms: int) -> subprocess.Popen:
 
 def wait_jmx(fed: Federation, cond, what: str, timeout: float = 120.0) -> dict:
     time.sleep(2)  # a replaced engine: let the Router's channel see the old connection go first
-    until = time.monotonic() + timeout
-    last: dict = {}
-    while time.monotonic() < until:
-        try:
-            last = fed.router_jmx()
-            if last and cond(last):
-                return last
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(1)
-    pytest.fail(f"timed out waiting for {what}; Router policy counters: {last}")
+    def counters_once_cond_holds() -> dict | None:
+        counters = fed.router_jmx()
+        return counters if counters and cond(counters) else None
+
+    try:
+        return wait_until(counters_once_cond_holds, timeout, what, interval_s=1.0,
+                          retry_on=(OSError, ValueError, KeyError), detail=fed.router_jmx)
+    except WaitTimeout as e:
+        pytest.fail(f"{e} (the Router policy's counters)")
 
 
 def final_status(fed: Federation, app: str) -> str:
-    from cluster import _http_json
+    from docker_cluster.cluster import _http_json
 
     for k in range(fed.spec.subclusters):
         try:
@@ -57,7 +56,7 @@ def final_status(fed: Federation, app: str) -> str:
 
 
 def test_federation_boots(federation):
-    from cluster import _http_json
+    from docker_cluster.cluster import _http_json
 
     m = _http_json(f"{federation.router_url}/ws/v1/cluster/metrics", timeout=10)["clusterMetrics"]
     assert int(m["activeNodes"]) == 2
@@ -106,9 +105,8 @@ def test_an_invalid_answer_is_never_followed(federation):
 def test_engine_killed_mid_stream_the_builtin_rule_routes_and_every_job_succeeds(federation):
     before = federation.router_jmx()
     first = start_sleep_job(federation, 20000)
-    until = time.monotonic() + 300
-    while federation.router_jmx()["Decisions"] == before["Decisions"] and time.monotonic() < until:
-        time.sleep(0.5)
+    wait_until(lambda: federation.router_jmx()["Decisions"] != before["Decisions"], 300,
+               "the Router's first decision of the stream", retry_on=(OSError, ValueError, KeyError))
     federation.kill_engine()
     rest = [start_sleep_job(federation, 2000) for _ in range(2)]
     outs = []
@@ -132,7 +130,7 @@ def test_engine_killed_mid_stream_the_builtin_rule_routes_and_every_job_succeeds
 
 
 def test_a_setting_that_makes_no_sense_stops_the_router_naming_the_key(federation):
-    from cluster import ClusterError
+    from docker_cluster.cluster import ClusterError
 
     with pytest.raises(ClusterError) as e:
         federation.restart_router(["yarnrl.federation.engine.deadline-ms=0"], timeout=120)

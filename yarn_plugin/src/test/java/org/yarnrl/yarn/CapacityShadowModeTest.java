@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -14,10 +12,9 @@ import org.apache.hadoop.yarn.api.records.Container;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.resourcemanager.MockAM;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Shadow mode of RlCapacityScheduler, per queue ({@code yarn.scheduler.capacity.<queue-path>.yarnrl.engine.mode}),
@@ -29,22 +26,7 @@ import org.junit.jupiter.api.TestInstance;
 class CapacityShadowModeTest {
   private static final String ANALYTICS_MODE = "yarn.scheduler.capacity.root.analytics."
       + RlCapacityScheduler.QUEUE_ENGINE_MODE;
-  private EngineProcess engine;
-
-  @BeforeAll
-  void startEngine() throws Exception {
-    Path work = Path.of("target", "capacity-shadow-test").toAbsolutePath();
-    Files.createDirectories(work);
-    engine = new EngineProcess("delay", work.resolve("engine.log"));
-    engine.start();
-  }
-
-  @AfterAll
-  void stopEngine() throws Exception {
-    if (engine != null) {
-      engine.close();
-    }
-  }
+  @RegisterExtension static final EngineProcess engine = EngineProcess.perTestClass("delay", "capacity-shadow-test");
 
   private static YarnConfiguration conf(String schedulerClass, String address, String analyticsMode) {
     YarnConfiguration conf = RlCapacitySchedulerTest.conf(schedulerClass, address);

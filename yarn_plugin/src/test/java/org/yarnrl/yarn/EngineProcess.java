@@ -5,6 +5,7 @@ import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -20,17 +21,45 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * A real `policy-engine serve` child process (the Python engine from this repository), on a fixed gRPC port so it
  * can be killed and started again at the same address, with its Prometheus metrics on a second port.
  */
-final class EngineProcess implements AutoCloseable {
+final class EngineProcess implements AutoCloseable, BeforeAllCallback, AfterAllCallback {
   final int port;
   final int metricsPort;
   private String policy;
   private final Path log;
   private Process process;
+
+  /**
+   * One engine for a whole test class, started before its first test and stopped after its last, its log in
+   * target/{@code workDir}/engine.log: {@code @RegisterExtension static final EngineProcess engine =
+   * EngineProcess.perTestClass("fifo", "my-test");}
+   */
+  static EngineProcess perTestClass(String policy, String workDir) {
+    try {
+      Path work = Path.of("target", workDir).toAbsolutePath();
+      Files.createDirectories(work);
+      return new EngineProcess(policy, work.resolve("engine.log"));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  @Override
+  public void beforeAll(ExtensionContext context) throws Exception {
+    start();
+  }
+
+  @Override
+  public void afterAll(ExtensionContext context) throws Exception {
+    close();
+  }
 
   EngineProcess(String policy, Path log) throws IOException {
     this.policy = policy;

@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -22,9 +20,8 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.resourcemanager.MockAM;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.AbstractYarnScheduler;
 import org.apache.hadoop.yarn.util.resource.DominantResourceCalculator;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.yarnrl.v1.Assignment;
@@ -41,22 +38,7 @@ import org.yarnrl.v1.ScheduleResponse;
 class NeverWorseTest {
   private static final String FIFO = "RlScheduler";
   private static final String CAPACITY = "RlCapacityScheduler";
-  private EngineProcess engine;
-
-  @BeforeAll
-  void startEngine() throws Exception {
-    Path work = Path.of("target", "never-worse-test").toAbsolutePath();
-    Files.createDirectories(work);
-    engine = new EngineProcess("fifo", work.resolve("engine.log"));
-    engine.start();
-  }
-
-  @AfterAll
-  void stopEngine() throws Exception {
-    if (engine != null) {
-      engine.close();
-    }
-  }
+  @RegisterExtension static final EngineProcess engine = EngineProcess.perTestClass("fifo", "never-worse-test");
 
   /** One scheduler class with 512 MB minimum allocations; RlCapacityScheduler with root.default on the engine. */
   static YarnConfiguration conf(String scheduler, String engineAddress) {

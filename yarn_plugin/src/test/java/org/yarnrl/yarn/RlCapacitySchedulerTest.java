@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,10 +14,9 @@ import org.apache.hadoop.yarn.api.records.Container;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.resourcemanager.MockAM;
 import org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.yarnrl.v1.Assignment;
 import org.yarnrl.v1.ScheduleResponse;
 
@@ -31,22 +29,7 @@ import org.yarnrl.v1.ScheduleResponse;
 class RlCapacitySchedulerTest {
   private static final int NODES = 4;
   private static final int NODE_MB = 8192;
-  private EngineProcess engine;
-
-  @BeforeAll
-  void startEngine() throws Exception {
-    Path work = Path.of("target", "rlcapacity-test").toAbsolutePath();
-    Files.createDirectories(work);
-    engine = new EngineProcess("fifo", work.resolve("engine.log"));
-    engine.start();
-  }
-
-  @AfterAll
-  void stopEngine() throws Exception {
-    if (engine != null) {
-      engine.close();
-    }
-  }
+  @RegisterExtension static final EngineProcess engine = EngineProcess.perTestClass("fifo", "rlcapacity-test");
 
   static YarnConfiguration conf(String schedulerClass, String engineAddress) {
     YarnConfiguration conf = new YarnConfiguration();

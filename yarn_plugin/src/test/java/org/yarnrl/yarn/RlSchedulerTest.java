@@ -5,18 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.hadoop.yarn.api.records.Container;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.resourcemanager.MockAM;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.yarnrl.v1.Assignment;
 import org.yarnrl.v1.ScheduleRequest;
 import org.yarnrl.v1.ScheduleResponse;
@@ -28,22 +25,7 @@ import org.yarnrl.v1.ScheduleResponse;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class RlSchedulerTest {
-  private EngineProcess engine;
-
-  @BeforeAll
-  void startEngine() throws Exception {
-    Path work = Path.of("target", "rlscheduler-test").toAbsolutePath();
-    Files.createDirectories(work);
-    engine = new EngineProcess("fifo", work.resolve("engine.log"));
-    engine.start();
-  }
-
-  @AfterAll
-  void stopEngine() throws Exception {
-    if (engine != null) {
-      engine.close();
-    }
-  }
+  @RegisterExtension static final EngineProcess engine = EngineProcess.perTestClass("fifo", "rlscheduler-test");
 
   static YarnConfiguration conf(String engineAddress) {
     YarnConfiguration conf = new YarnConfiguration();

@@ -11,10 +11,9 @@ import java.util.List;
 import org.apache.hadoop.yarn.api.records.Container;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.resourcemanager.MockAM;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Shadow mode of RlScheduler (yarnrl.engine.mode=shadow) in a MockRM with a real `policy-engine serve`: the engine
@@ -23,22 +22,7 @@ import org.junit.jupiter.api.TestInstance;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ShadowModeTest {
-  private EngineProcess engine;
-
-  @BeforeAll
-  void startEngine() throws Exception {
-    Path work = Path.of("target", "shadow-mode-test").toAbsolutePath();
-    Files.createDirectories(work);
-    engine = new EngineProcess("delay", work.resolve("engine.log"));
-    engine.start();
-  }
-
-  @AfterAll
-  void stopEngine() throws Exception {
-    if (engine != null) {
-      engine.close();
-    }
-  }
+  @RegisterExtension static final EngineProcess engine = EngineProcess.perTestClass("delay", "shadow-mode-test");
 
   private static YarnConfiguration shadowConf(String address) {
     YarnConfiguration conf = RlSchedulerTest.conf(address);

@@ -12,7 +12,7 @@ sources it packages, the hash of its base image). An image whose label matches i
 `make images` only hashes files; a changed input rebuilds that image and the ones built on it (Docker's layer
 cache then reuses the unchanged layers, e.g. the JRE and the Hadoop jars when only the plugin changed).
 
-    python docker/images.py [--force] [--only hadoop,engine] [--json]
+    python -m docker_cluster.images [--force] [--only hadoop,engine] [--json]
 """
 
 from __future__ import annotations
@@ -255,7 +255,7 @@ def build_engine(client, base_hash: str, force: bool) -> Result:
     certs = ctx / "certs"
     shutil.rmtree(certs, ignore_errors=True)
     certs.mkdir()
-    (certs / "README").write_text("filled by docker/images.py from " + str(EXTRA_CA_DIR) + "\n")
+    (certs / "README").write_text("filled by docker_cluster/images.py from " + str(EXTRA_CA_DIR) + "\n")
     for p in extra_cas():
         shutil.copy2(p, certs / p.name)
     _say(f"docker build {ENGINE_IMAGE}")
@@ -299,7 +299,7 @@ def _sleep_job_jar(d: Path) -> Path:
 
 
 def ensure_federation_images() -> list[Result]:
-    """The cluster's images and the Router's (what `docker/cluster.py up --federation N` calls)."""
+    """The cluster's images and the Router's (what `docker_cluster/cluster.py up --federation N` calls)."""
     return build_all(only={"hadoop", "engine", "router"})
 
 

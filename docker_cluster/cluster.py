@@ -4,8 +4,8 @@
     NameNode (nn) · ResourceManager with RlScheduler (rm) · workers worker1..4, each one host running a DataNode
     and a NodeManager, in racks /rack1 (worker1, worker2) and /rack2 (worker3, worker4) · the policy engine
     (engine: `policy-engine serve --webhdfs http://nn:9870`) · a client for `hadoop jar` / `hdfs dfs` / `yarn` ·
-    with --fault-proxy, a TCP fault proxy in front of the engine (faultproxy: docker/fault_proxy.py, and
-    docker/invalid_engine.py beside it, run in the engine image from this checkout, mounted read-only): the RM's
+    with --fault-proxy, a TCP fault proxy in front of the engine (faultproxy: docker_cluster/fault_proxy.py, and
+    docker_cluster/invalid_engine.py beside it, run in the engine image from this checkout, mounted read-only): the RM's
     `yarnrl.engine.address` is then `faultproxy:50051`, and benchmarks/cluster_faults.py slows, cuts or re-points
     the path through the proxy's control port (published on 127.0.0.1).
 
@@ -14,9 +14,9 @@ every host, so forward and reverse lookups agree everywhere (HDFS block hosts ==
 is real). Only the web UIs and the engine are published, on 127.0.0.1. Containers are created with testcontainers
 (no Ryuk reaper: it would be pulled from a registry) and labelled, so `down` in another process finds them.
 
-    python docker/cluster.py up --policy delay [--set node_locality_delay=4] [--name yarnrl] [--worker-egress-mbit 20]
-    python docker/cluster.py shape --worker-egress-mbit 20 | --off     (a running cluster)
-    python docker/cluster.py status | down | exec -- hdfs dfs -ls /
+    python -m docker_cluster up --policy delay [--set node_locality_delay=4] [--name yarnrl] [--worker-egress-mbit 20]
+    python -m docker_cluster shape --worker-egress-mbit 20 | --off     (a running cluster)
+    python -m docker_cluster status | down | exec -- hdfs dfs -ls /
 
 The same module drives the cluster tests (tests/cluster) and the HiBench runner (benchmarks/hibench.py).
 """
@@ -41,8 +41,7 @@ from policy_engine.waiting import WaitTimeout, wait_until
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import images  # noqa: E402  (docker/images.py, next to this file)
+from docker_cluster import images
 
 LABEL_CLUSTER = "org.yarnrl.cluster"
 LABEL_ROLE = "org.yarnrl.role"
@@ -51,8 +50,8 @@ EXAMPLES_JAR = "/opt/hadoop/share/hadoop/mapreduce/hadoop-mapreduce-examples.jar
 ENGINE_GRPC_PORT = 50051
 ENGINE_METRICS_PORT = 9464
 PROXY_CONTROL_PORT = 7070
-INVALID_ENGINE_PORT = 50061  # docker/invalid_engine.py, inside the fault proxy's container (loopback there)
-WAITING_ENGINE_PORT = 50062  # docker/invalid_engine.py --kinds wait: an engine that only waits (same container)
+INVALID_ENGINE_PORT = 50061  # docker_cluster/invalid_engine.py, inside the fault proxy's container (loopback there)
+WAITING_ENGINE_PORT = 50062  # docker_cluster/invalid_engine.py --kinds wait: an engine that only waits (same container)
 FAULT_SCRIPTS = Path(__file__).resolve().parent  # fault_proxy.py and invalid_engine.py, mounted into the proxy
 NN_HTTP_PORT = 9870
 RM_HTTP_PORT = 8088
@@ -223,10 +222,10 @@ class Cluster:
 
     @property
     def proxy_control(self) -> tuple[str, int]:
-        """(host, port) of the fault proxy's control port on 127.0.0.1 (docker/fault_proxy.py `send`)."""
+        """(host, port) of the fault proxy's control port on 127.0.0.1 (docker_cluster/fault_proxy.py `send`)."""
         if not self.spec.fault_proxy:
             raise ClusterError(f"cluster {self.spec.name!r} has no fault proxy in front of its engine: start it with "
-                               f"`docker/cluster.py up --fault-proxy` (ClusterSpec.fault_proxy)")
+                               f"`docker_cluster/cluster.py up --fault-proxy` (ClusterSpec.fault_proxy)")
         return "127.0.0.1", self.host_port("faultproxy", PROXY_CONTROL_PORT)
 
     @property
@@ -243,7 +242,7 @@ class Cluster:
             images.ensure_images()
         if self.containers():
             raise ClusterError(f"a cluster named {self.spec.name!r} already exists: "
-                               f"`python docker/cluster.py down --name {self.spec.name}` first")
+                               f"`python -m docker_cluster down --name {self.spec.name}` first")
         self._check_ports()
         t0 = time.monotonic()
         try:
@@ -312,7 +311,7 @@ class Cluster:
             return None
         from xml.sax.saxutils import escape
 
-        template = (Path(__file__).resolve().parent / "hadoop" / "conf" / "yarn-site.xml.in").read_text()
+        template = (images.DOCKER_DIR / "hadoop" / "conf" / "yarn-site.xml.in").read_text()
         extra = "".join(f"  <property><name>{escape(k)}</name><value>{escape(str(v))}</value></property>\n"
                         for k, v in self.spec.rm_properties.items())
         path = Path(tempfile.gettempdir()) / f"yarnrl-{self.spec.name}-rm-yarn-site.xml.in"
@@ -431,8 +430,8 @@ class Cluster:
         return out
 
     def start_fault_proxy(self) -> None:
-        """The fault proxy's container: docker/fault_proxy.py (faultproxy:50051 -> engine:50051, control port
-        published on 127.0.0.1) and docker/invalid_engine.py on its loopback, both from this checkout, mounted
+        """The fault proxy's container: docker_cluster/fault_proxy.py (faultproxy:50051 -> engine:50051, control port
+        published on 127.0.0.1) and docker_cluster/invalid_engine.py on its loopback, both from this checkout, mounted
         read-only into the engine image (no image of their own)."""
         script = "/yarnrl-faults"
         cmd = (f"python {script}/invalid_engine.py --host 127.0.0.1 --port {INVALID_ENGINE_PORT} & "
@@ -600,7 +599,7 @@ class Cluster:
                        "RlScheduler on the ResourceManager's JMX", ["rm"])
 
     def _proxy_answers(self) -> bool:
-        import fault_proxy
+        from docker_cluster import fault_proxy
 
         return "upstream" in fault_proxy.send(self.proxy_control, "status", timeout_s=5)
 
@@ -662,7 +661,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="policy setting (repeatable)")
     up.add_argument("--no-engine", action="store_true", help="RlScheduler without an engine (native FIFO)")
     up.add_argument("--fault-proxy", action="store_true",
-                    help="a TCP fault proxy in front of the engine (docker/fault_proxy.py; for "
+                    help="a TCP fault proxy in front of the engine (docker_cluster/fault_proxy.py; for "
                          "benchmarks/cluster_faults.py's slow, invalid and netcut cases)")
     up.add_argument("--breaker-open-ms", type=int, default=10000,
                     help="how long the plugin's breaker stays open after 3 failed calls (default %(default)s; "
@@ -679,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
                          "place as many containers on a node as YARN itself does")
     up.add_argument("--timeout", type=float, default=600,
                     help="seconds to wait for the cluster (default 600: 10 JVMs start on a loaded 2-core machine in 3-6 min)")
-    fed = up.add_argument_group("federation (docker/federation.py)")
+    fed = up.add_argument_group("federation (docker_cluster/federation.py)")
     fed.add_argument("--federation", type=int, default=0, metavar="N",
                      help="a YARN Federation instead: ZooKeeper, a Router with the learned Router policy, N >= 2 "
                           "sub-clusters (an RM + workers each), HDFS, the engine (--policy, a Route policy) and a "
@@ -715,7 +714,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.cmd == "up" and args.federation:
-            import federation
+            from docker_cluster import federation
 
             spec = federation.FederationSpec(
                 name=args.name, subclusters=args.federation, policy=args.policy, policy_settings=args.set,

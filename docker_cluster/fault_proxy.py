@@ -10,14 +10,14 @@ It passes bytes through and, on command, injects the faults of benchmarks/cluste
                       new ones are reset as soon as they are accepted, until `restore`
     restore           the path is whole again
     upstream HOST:PORT  new connections go there; open ones are reset so the client reconnects (there: an engine
-                      answering invalid schedules, docker/invalid_engine.py, and back)
+                      answering invalid schedules, docker_cluster/invalid_engine.py, and back)
     status            the state, also answered after every command
 
 Commands are one line on the control port; the answer is one JSON line. In the container cluster
-(docker/cluster.py, ClusterSpec.fault_proxy) the proxy runs as host `faultproxy` in the engine image, and the
+(docker_cluster/cluster.py, ClusterSpec.fault_proxy) the proxy runs as host `faultproxy` in the engine image, and the
 ResourceManager's `yarnrl.engine.address` points at it; the control port is published on 127.0.0.1.
 
-    python docker/fault_proxy.py --listen 0.0.0.0:50051 --upstream engine:50051 --control 0.0.0.0:7070
+    python -m docker_cluster.fault_proxy --listen 0.0.0.0:50051 --upstream engine:50051 --control 0.0.0.0:7070
     printf 'delay 200\\n' | nc 127.0.0.1 7070
 
 The Java twin for the one-JVM mini cluster is yarn_plugin/src/test/java/org/yarnrl/yarn/TcpProxy.java.

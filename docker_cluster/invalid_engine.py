@@ -17,10 +17,10 @@ ask is scheduled natively, counted in FallbacksWaitHeartbeats / FallbacksWaitTim
 cluster runs one on port 50062 beside the invalid one; benchmarks/cluster_faults.py's `waits` case points there.
 
 The engine's own safety layer (clip_schedule) would repair such answers, which is why this is a separate server
-rather than a policy. In the container cluster it runs inside the fault proxy's container (docker/cluster.py) and
+rather than a policy. In the container cluster it runs inside the fault proxy's container (docker_cluster/cluster.py) and
 benchmarks/cluster_faults.py's `invalid` case points the proxy at it.
 
-    python docker/invalid_engine.py --host 127.0.0.1 --port 50061
+    python -m docker_cluster.invalid_engine --host 127.0.0.1 --port 50061
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def build_server(host: str, port: int, kinds: tuple[str, ...] = KINDS):
         def Report(self, request, context):
             return pb.ReportResponse(accepted=len(request.events))
         def Route(self, request, context):
-            # the federation Router's question (docker/federation.py): a cluster that is no candidate, or a job
+            # the federation Router's question (docker_cluster/federation.py): a cluster that is no candidate, or a job
             # index past the one-job buffer; the Router policy must route by its built-in rule instead
             with lock:
                 self.routed = getattr(self, "routed", 0) + 1

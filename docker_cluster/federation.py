@@ -2,8 +2,8 @@
 """A YARN Federation in containers: ZooKeeper, a Router with the learned Router policy, N sub-clusters (each a
 ResourceManager with RlCapacityScheduler and its workers), one HDFS, the policy engine and a client.
 
-    python docker/cluster.py up --federation 2 --name fed [--sc-memory 4096,2048] [--policy rl-fc ...]
-    python docker/cluster.py down --name fed
+    python -m docker_cluster up --federation 2 --name fed [--sc-memory 4096,2048] [--policy rl-fc ...]
+    python -m docker_cluster down --name fed
 
 Built from the same images as the single cluster (yarnrl/hadoop:3.5.0, yarnrl/engine) plus yarnrl/router:3.4.2
 (docker/router: the 3.4.2 Router from Maven Central with the policy's jar), as shared/notes/yarn-federation.md
@@ -29,8 +29,8 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 
-import images
-from cluster import (
+from docker_cluster import images
+from docker_cluster.cluster import (
     ENGINE_GRPC_PORT,
     ENGINE_METRICS_PORT,
     NN_HTTP_PORT,
@@ -178,7 +178,7 @@ class Federation(Cluster):
             images.ensure_federation_images()
         if self.containers():
             raise ClusterError(f"a cluster named {s.name!r} already exists: "
-                               f"`python docker/cluster.py down --name {s.name}` first")
+                               f"`python -m docker_cluster down --name {s.name}` first")
         self._check_ports()
         t0 = time.monotonic()
         try:
@@ -219,11 +219,11 @@ class Federation(Cluster):
         self.start_engine(policy, settings, wait=True, timeout=timeout, args=args, **self._engine_kwargs())
 
     def start_invalid_engine(self, timeout: float = 120.0) -> None:
-        """In the engine's place (engine:50051): docker/invalid_engine.py, whose every Route answer names a cluster
+        """In the engine's place (engine:50051): docker_cluster/invalid_engine.py, whose every Route answer names a cluster
         that is no candidate or a job the request does not have."""
         import docker
 
-        from cluster import FAULT_SCRIPTS
+        from docker_cluster.cluster import FAULT_SCRIPTS
 
         try:
             self.client.containers.get(self.spec.container("engine")).remove(force=True)
