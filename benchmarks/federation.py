@@ -28,12 +28,20 @@ The real federation has 2 sub-clusters; the Router maps them onto the model's cl
 (SC5 -> slot 5, SC3 -> slot 3; `yarnrl.federation.cluster-shape`) and sends the other slots as full padding, so a
 model sees the shape it was trained on, and an answer naming a padding slot is never followed (counted).
 
+A table may be completed over several invocations: `--resume` reuses an earlier invocation's finished policies
+and its measured per-job overhead only when a sha256 fingerprint of the job stream (the real jobs with their maps,
+map times and deadlines), the federation's shape and the settings that shape a run (arrival and task scales, JVM
+options, the Router's load reading) is the same, the recorded jobs are the ones those settings make, and the
+emulator predicts what it predicted then; otherwise it refuses in one line. `--rotate K` changes which of the
+remaining policies runs first.
+
 Writes benchmarks/results/federation/federation-<pattern>-<jobs>.{json,md,png}; one JSON object is the last line.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -63,6 +71,12 @@ SHAPE_002 = "800:70,1200:60,1500:100,1800:80,2300:90"    # RL-LSFC's (emulator/s
 def router_settings(policy: str, args) -> list[str]:
     common = [f"yarnrl.federation.seconds-per-step={args.task_seconds}", "yarnrl.federation.executor-mb=512",
               "yarnrl.federation.history.interval-ms=1000"]
+    if getattr(args, "load_max_age_ms", 0) > 0:
+        common += [f"yarnrl.federation.load.max-age-ms={args.load_max_age_ms}"]
+    if getattr(args, "router_cache_ttl", 0) > 0:
+        # later properties win over router-daemon's TTL 0; the Guava cache needs no JCache provider
+        common += [f"yarn.federation.cache-ttl.secs={args.router_cache_ttl}",
+                   "yarn.federation.cache.class=org.apache.hadoop.yarn.server.federation.cache.FederationGuavaCache"]
     if policy == "rl-fc":
         return common + [f"yarnrl.federation.cluster-shape={SHAPE_000}",
                          f"yarnrl.federation.job-scale={args.executors_per_map}"]
@@ -148,6 +162,29 @@ class UtilisationSampler(threading.Thread):
                 pass
 
 
+def kill_unfinished(fed) -> int:
+    """Kills every application still queued or running on the sub-clusters' RMs (REST, as user root); how many."""
+    import urllib.request
+
+    from docker_cluster.cluster import _http_json
+
+    killed = 0
+    for k in range(fed.spec.subclusters):
+        apps = (_http_json(f"{fed.rm_url_of(k)}/ws/v1/cluster/apps").get("apps") or {}).get("app") or []
+        for a in apps:
+            if a["state"] in ("FINISHED", "FAILED", "KILLED"):
+                continue
+            req = urllib.request.Request(f"{fed.rm_url_of(k)}/ws/v1/cluster/apps/{a['id']}/state?user.name=root",
+                                         data=b'{"state":"KILLED"}', method="PUT",
+                                         headers={"Content-Type": "application/json"})
+            try:
+                urllib.request.urlopen(req, timeout=30).read()
+                killed += 1
+            except OSError as e:
+                print(f"[federation] could not kill {a['id']}: {e}", file=sys.stderr)
+    return killed
+
+
 def containers_cpu_seconds(fed) -> float | None:
     """CPU seconds the federation's containers have used so far (Docker's counters; None where unreadable)."""
     try:
@@ -197,9 +234,9 @@ def run_policy(fed, policy: str, jobs: list[dict], args, tmp: Path) -> dict:
             time.sleep(delay)
         log = tmp / f"{policy}-{job['index']}.log"
         procs.append((job, log, submit(fed, f"fed-{policy}-{job['index']}", job, log, args.jvm_opts)))
-    for _, _, p in procs:
+    for _, _, p in procs:  # one deadline for the whole stream (each client also stops itself after 900 s)
         try:
-            p.wait(timeout=max(60.0, args.job_timeout - (time.monotonic() - t0)))
+            p.wait(timeout=max(1.0, args.job_timeout - (time.monotonic() - t0)))
         except subprocess.TimeoutExpired:
             p.kill()
     wall = time.monotonic() - t0
@@ -218,6 +255,8 @@ def run_policy(fed, policy: str, jobs: list[dict], args, tmp: Path) -> dict:
             row["ar_s"] = (rec["finished"] - rec["started"]) / 1000.0 if rec["finished"] else None
         rows.append(row)
     out = summarise(policy, rows, sampler.samples, jmx, wall)
+    # what did not finish would hold the next policy's memory: killed (it already counts as not succeeded)
+    out["killed_after_stream"] = kill_unfinished(fed)
     # how busy the 2 cores were: the federation's own CPU use and the machine's load (other work included)
     out["cpu_s"] = round(cpu1 - cpu0, 1) if cpu0 is not None and cpu1 is not None else None
     out["load_average"] = [round(load0, 1), round(load1, 1)]
@@ -244,7 +283,7 @@ def summarise(policy: str, rows: list[dict], util: dict[str, list[float]], jmx: 
         "router": {k: jmx.get(k) for k in ("Decisions", "EngineDecisions", "BuiltinDecisions", "FallbacksTotal",
                                            "FallbacksTimeout", "FallbacksUnavailable", "FallbacksError",
                                            "FallbacksInvalidAnswer", "FallbacksPaddingChosen",
-                                           "FallbacksBreakerOpen", "DecisionMicrosP50", "DecisionMicrosP99",
+                                           "FallbacksBreakerOpen", "LoadCopyReads", "DecisionMicrosP50", "DecisionMicrosP99",
                                            "DecisionMicrosMax", "StateStoreMicrosP50", "StateStoreMicrosP99",
                                            "EngineMicrosP50", "EngineMicrosP99")},
         "wall_s": round(wall, 1), "rows": rows,
@@ -325,6 +364,80 @@ def buffer_study(policies: list[str], args, episodes: int) -> dict:
     return out
 
 
+# ---------------------------------------------------------------------------------------------- resume
+# The settings that shape what a policy's run measures (the job stream, its timing, the JVMs, the Router's cache).
+# --name, --out, --policies and --rotate do not: a run of one policy does not depend on which others ran or when.
+STREAM_SETTINGS = ("pattern", "jobs", "seed", "arrival_seconds", "task_seconds", "executors_per_map", "jvm_opts",
+                   "job_timeout", "router_cache_ttl", "load_max_age_ms")
+SETTING_DEFAULTS = {"router_cache_ttl": 0, "load_max_age_ms": 0}  # results written before the setting existed ran with the cache off
+
+
+def fingerprint(settings: dict, overhead_s: float, federation: str) -> str:
+    """sha256 over the real job stream (what real_jobs makes of the settings and the measured overhead), the
+    federation's shape and the settings above: two runs with equal fingerprints ran the same jobs on the same
+    shape in the same way, so their rows may share one table."""
+    ns = argparse.Namespace(**{**SETTING_DEFAULTS, **settings})
+    jobs = real_jobs(workload(ns), ns, overhead_s)
+    blob = json.dumps({"jobs": jobs, "federation": federation,
+                       "settings": {k: getattr(ns, k) for k in STREAM_SETTINGS}}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def resume_file(path: Path, args) -> Path:
+    if path.is_dir():
+        for name in (f"federation-{args.pattern}-{args.jobs}{output_suffix(args)}.partial.json",
+                     f"federation-{args.pattern}-{args.jobs}{output_suffix(args)}.json"):
+            if (path / name).exists():
+                return path / name
+        raise SystemExit(f"--resume: no federation-{args.pattern}-{args.jobs}{output_suffix(args)}[.partial].json "
+                         f"in {path}")
+    if not path.exists():
+        raise SystemExit(f"--resume: {path} does not exist")
+    return path
+
+
+def load_resumable(path: Path, args, federation: str, predictions: dict) -> tuple[list[dict], float]:
+    """The runs of an earlier invocation that this one may reuse, and the overhead it measured (reused too: the
+    deadlines derive from it). Refuses, in one line, unless the earlier runs' recorded settings, overhead and
+    federation give this invocation's fingerprint, their recorded jobs are the ones those settings make, and the
+    emulator still predicts what it predicted then."""
+    old = json.loads(path.read_text())
+    settings, overhead = {**SETTING_DEFAULTS, **old["settings"]}, float(old["overhead_s"])
+    old_fed = old.get("federation", "(not recorded)")
+    mine = fingerprint(vars(args), overhead, federation)
+    theirs = fingerprint(settings, overhead, old_fed)
+    if mine != theirs:
+        diff = [k for k in STREAM_SETTINGS if settings.get(k) != getattr(args, k)]
+        why = f"settings differ: {diff}" if diff else (f"federation {old_fed} vs {federation}"
+                                                        if old_fed != federation else "the job stream differs")
+        raise SystemExit(f"--resume {path}: fingerprint {theirs[:12]} != this run's {mine[:12]} ({why}); not reused")
+    ns = argparse.Namespace(**settings)
+    want = {j["index"]: j for j in real_jobs(workload(ns), ns, overhead)}
+    runs = []
+    for r in old["runs"]:
+        if r.get("fingerprint") not in (None, mine):
+            raise SystemExit(f"--resume {path}: run {r['policy']} has fingerprint {r['fingerprint'][:12]}, "
+                             f"not {mine[:12]}; not reused")
+        for row in r["rows"]:
+            j = want.get(row["index"])
+            if j is None or any(abs(row[k] - j[k]) > 1e-6 for k in ("maps", "map_s", "optimal_s", "deadline_s")):
+                raise SystemExit(f"--resume {path}: run {r['policy']}'s job {row['index']} is not the job these "
+                                 "settings make now; not reused")
+        pred = predictions.get(r["policy"])
+        if pred is not None and (pred["tmdl"], round(pred["ajdr"], 6)) != (r["prediction"]["tmdl"],
+                                                                           round(r["prediction"]["ajdr"], 6)):
+            raise SystemExit(f"--resume {path}: the emulator now predicts TMDL {pred['tmdl']} for {r['policy']}, "
+                             f"the earlier run recorded {r['prediction']['tmdl']}; not reused")
+        runs.append({**r, "fingerprint": mine, "resumed_from": str(path)})
+    return runs, overhead
+
+
+def output_suffix(args) -> str:
+    """Runs whose Router reads load another way than per decision from ZooKeeper get their own files."""
+    out = f"-cache{args.router_cache_ttl:g}" if getattr(args, "router_cache_ttl", 0) > 0 else ""
+    return out + (f"-loadcopy{args.load_max_age_ms:g}ms" if getattr(args, "load_max_age_ms", 0) > 0 else "")
+
+
 # ---------------------------------------------------------------------------------------------- report
 def rank(values: dict[str, float]) -> list[str]:
     return [p for p, _ in sorted(values.items(), key=lambda kv: (kv[1], kv[0]))]
@@ -380,6 +493,14 @@ def write_report(result: dict, out: Path) -> None:
                      f"{ro.get('FallbacksTotal')} | {p50:.1f} / {p99:.1f} | {r['wall_s']:.0f} | {r.get('cpu_s')} | "
                      f"{'-'.join(str(x) for x in r.get('load_average', []))} |")
     pa = result["pair_agreement"]
+    reused = sorted({r["resumed_from"] for r in result["runs"] if r.get("resumed_from")})
+    if reused:
+        lines += ["", f"Reused from an earlier invocation (`--resume`; same job stream, federation shape and settings: "
+                      f"fingerprint {str(result.get('fingerprint'))[:12]}): "
+                      + ", ".join(r["policy"] for r in result["runs"] if r.get("resumed_from"))
+                      + f" (from {', '.join(Path(x).name for x in reused)}); the others ran in this invocation."]
+    lines += ["", "TMDL counts a job with a deadline that did not succeed (killed at the stream's end) as missed; the "
+                  "per-category columns count succeeded jobs that missed."]
     if result.get("policies_not_run"):
         lines += ["", f"Not run (the run was cut short): {', '.join(result['policies_not_run'])}."]
     real = rank_text({r["policy"]: r["tmdl"] for r in result["runs"]})
@@ -387,7 +508,7 @@ def write_report(result: dict, out: Path) -> None:
     lines += ["", f"TMDL ranking, real: {real}; emulator: {pred} (preserved: {real == pred}; of the "
                   f"{pa['ordered_pairs']} policy pairs the emulator orders strictly, {pa['agreeing']} in the same "
                   "order)."]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    Path(str(out) + ".md").write_text("\n".join(lines) + "\n")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     x = np.arange(len(pols))
     for ax, key, label in ((axes[0], "tmdl", "TMDL (missed deadlines)"), (axes[1], "ajdr", "AJDR (%)")):
@@ -398,7 +519,7 @@ def write_report(result: dict, out: Path) -> None:
     axes[0].legend()
     fig.suptitle(f"{result['jobs']} jobs, {result['pattern']} arrivals, 2 sub-clusters ({result['federation']})")
     fig.tight_layout()
-    fig.savefig(out.with_suffix(".png"), dpi=110)
+    fig.savefig(str(out) + ".png", dpi=110)
 
 
 def main(argv=None) -> int:
@@ -424,13 +545,38 @@ def main(argv=None) -> int:
                          "buffer, mean TMDL / AJDR over EPISODES full-size episodes")
     ap.add_argument("--report-from", metavar="PARTIAL_JSON",
                     help="no run: the table, PNG and JSON from a cut-short run's .partial.json (its finished policies)")
+    ap.add_argument("--router-cache-ttl", type=int, default=0, metavar="SECS",
+                    help="the Router's state-store cache (yarn.federation.cache-ttl.secs; 0: every decision reads "
+                         "ZooKeeper). The RMs heartbeat every 1 s, so 1 s adds at most ~1 s of staleness; results go "
+                         "to federation-<pattern>-<jobs>-cache<SECS>.*")
+    ap.add_argument("--load-max-age-ms", type=int, default=0, metavar="MS",
+                    help="the Router policy's background load copy (yarnrl.federation.load.max-age-ms): a decision "
+                         "uses a copy of the sub-clusters' load at most MS old, read every MS/2 in the background, "
+                         "instead of reading ZooKeeper itself (0: read per decision); results go to "
+                         "federation-<pattern>-<jobs>-loadcopy<MS>ms.*")
+    ap.add_argument("--resume", metavar="PATH",
+                    help="reuse the finished policies of an earlier invocation (its .json or .partial.json, or the "
+                         "folder holding them) and its measured per-job overhead, and run only the others; refused "
+                         "in one line unless the job stream, the federation's shape and the settings are identical "
+                         "(a recorded sha256 fingerprint)")
+    ap.add_argument("--rerun", default="", metavar="POLICIES",
+                    help="with --resume: run these policies again even where the earlier invocation has them "
+                         "(comma-separated; e.g. one that ran under a different machine load)")
+    ap.add_argument("--rotate", type=int, default=0, metavar="K",
+                    help="run the policies still to run starting from the K-th (mod their count), so that across "
+                         "invocations no policy always meets a fresh or a tired federation; the table keeps "
+                         "--policies' order")
+    ap.add_argument("--overhead-s", type=float, metavar="S",
+                    help="use this per-job overhead (an earlier invocation's, recorded in its JSON) instead of "
+                         "measuring it: the deadlines derive from it, so the job stream stays the same")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     if args.report_from:
         part = json.loads(Path(args.report_from).read_text())
         s = part["settings"]
-        return finish(part["runs"], part["overhead_s"], s, part.get("federation", "(not recorded)"), Path(args.out),
+        return finish(part["runs"], part["overhead_s"], {**SETTING_DEFAULTS, **s},
+                      part.get("federation", "(not recorded)"), Path(args.out),
                       [p.strip() for p in s["policies"].split(",") if p.strip()])
     if args.jobs < 1:
         ap.error("--jobs must be at least 1")
@@ -449,33 +595,51 @@ def main(argv=None) -> int:
     from docker_cluster.federation import Federation
 
     fed = Federation.attach(args.name)
+    federation = f"{'+'.join(fed.spec.sc_ids())} ({'/'.join(str(m) for m in fed.spec.sc_memory_mb)} MB)"
+    resumed: list[dict] = []
+    if args.resume:
+        resumed, overhead = load_resumable(resume_file(Path(args.resume), args), args, federation, predictions)
+        rerun = {p.strip() for p in args.rerun.split(",") if p.strip()}
+        resumed = [r for r in resumed if r["policy"] in policies and r["policy"] not in rerun]
+        print(f"[federation] resumed {[r['policy'] for r in resumed]} (per-job overhead {overhead:.1f} s, "
+              f"fingerprint {fingerprint(vars(args), overhead, federation)[:12]})", file=sys.stderr)
     tmp = Path(args.out) / "logs"
     tmp.mkdir(parents=True, exist_ok=True)
-    fed.restart_router(router_settings("maf", args))
-    fed.restart_engine("maf")
-    wait_router_policy(fed)
-    overhead = run_one_job_alone(fed, tmp, args.jvm_opts)
-    print(f"[federation] per-job overhead (1-map 1 s job alone): {overhead:.1f} s", file=sys.stderr)
+    if args.overhead_s is not None and not args.resume:
+        overhead = args.overhead_s
+    elif not args.resume:
+        fed.restart_router(router_settings("maf", args))
+        fed.restart_engine("maf")
+        wait_router_policy(fed)
+        overhead = run_one_job_alone(fed, tmp, args.jvm_opts)
+        print(f"[federation] per-job overhead (1-map 1 s job alone): {overhead:.1f} s", file=sys.stderr)
+    fp = fingerprint(vars(args), overhead, federation)
     jobs = real_jobs(w, args, overhead)
-    runs = []
-    for p in policies:
+    runs = list(resumed)
+    todo = [p for p in policies if p not in {r["policy"] for r in resumed}]
+    if todo:
+        k = args.rotate % len(todo)
+        todo = todo[k:] + todo[:k]
+    partial = Path(args.out) / f"federation-{args.pattern}-{args.jobs}{output_suffix(args)}.partial.json"
+    for p in todo:
         r = run_policy(fed, p, jobs, args, tmp)
         r["prediction"] = predictions[p]
+        r["fingerprint"] = fp
+        r["run_position"] = todo.index(p)
         runs.append(r)
-        partial = Path(args.out) / f"federation-{args.pattern}-{args.jobs}.partial.json"
         partial.write_text(json.dumps({"runs": runs, "overhead_s": overhead, "settings": vars(args),
-                                       "federation": f"{'+'.join(fed.spec.sc_ids())} "
-                                       f"({'/'.join(str(m) for m in fed.spec.sc_memory_mb)} MB)"}, indent=1))
+                                       "federation": federation, "fingerprint": fp}, indent=1))
         print(f"[federation] {p}: TMDL {r['tmdl']} (emulator {predictions[p]['tmdl']}), AJDR {r['ajdr']:.1f}, "
               f"succeeded {r['succeeded']}/{r['jobs']}, fallbacks {r['router'].get('FallbacksTotal')}",
               file=sys.stderr)
-    return finish(runs, overhead, vars(args), f"{'+'.join(fed.spec.sc_ids())} "
-                  f"({'/'.join(str(m) for m in fed.spec.sc_memory_mb)} MB)", Path(args.out), policies)
+    runs.sort(key=lambda r: policies.index(r["policy"]))
+    return finish(runs, overhead, vars(args), federation, Path(args.out), policies)
 
 
 def finish(runs: list[dict], overhead: float, settings: dict, federation: str, out_dir: Path,
            policies: list[str]) -> int:
     """The result of the policies that ran (all of them, or those a cut-short run finished): JSON, table, PNG."""
+    runs = sorted(runs, key=lambda r: policies.index(r["policy"]) if r["policy"] in policies else len(policies))
     real_rank = rank({r["policy"]: r["tmdl"] for r in runs})
     pred_rank = rank({r["policy"]: r["prediction"]["tmdl"] for r in runs})
     done = [r["policy"] for r in runs]
@@ -487,12 +651,15 @@ def finish(runs: list[dict], overhead: float, settings: dict, federation: str, o
               == rank_text({r["policy"]: r["prediction"]["tmdl"] for r in runs}),
               "pair_agreement": pair_agreement({r["policy"]: r["tmdl"] for r in runs},
                                                {r["policy"]: r["prediction"]["tmdl"] for r in runs})}
-    out = out_dir / f"federation-{settings['pattern']}-{settings['jobs']}"
+    suffix = output_suffix(argparse.Namespace(**settings))
+    fps = {r.get("fingerprint") for r in runs} - {None}
+    result["fingerprint"] = fps.pop() if len(fps) == 1 else None
+    out = out_dir / f"federation-{settings['pattern']}-{settings['jobs']}{suffix}"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
-    (out_dir / f"federation-{settings['pattern']}-{settings['jobs']}.partial.json").unlink(missing_ok=True)
+    Path(str(out) + ".json").write_text(json.dumps(result, indent=1))
+    Path(str(out) + ".partial.json").unlink(missing_ok=True)
     write_report(result, out)
-    print(out.with_suffix(".md").read_text())
+    print(Path(str(out) + ".md").read_text())
     summary = {k: v for k, v in result.items() if k != "runs"}
     summary["runs"] = [{k: v for k, v in r.items() if k != "rows"} for r in runs]
     print(json.dumps(summary))

@@ -92,3 +92,36 @@ def test_stream_mapping_and_metrics():
         {"ordered_pairs": 5, "agreeing": 2}
     assert bench.router_settings("rl-lsfc", SimpleNamespace(task_seconds=0.25, executors_per_map=120))[-1] == \
         "yarnrl.federation.history.length=105"
+
+
+def test_resume_reuses_only_runs_of_the_same_stream(tmp_path):
+    """--resume: the committed 40-job result (three policies) is reused by an invocation with its settings, and
+    refused in one line when a setting, the federation's shape or a recorded job differs."""
+    import json
+
+    bench = _bench()
+    done = ROOT / "benchmarks" / "results" / "federation" / "federation-uniform-40.json"
+    old = json.loads(done.read_text())
+    fed = old["federation"]
+    args = SimpleNamespace(**{k: old["settings"][k] for k in ("pattern", "jobs", "seed", "arrival_seconds",
+                                                               "task_seconds", "executors_per_map", "jvm_opts",
+                                                               "job_timeout")},
+                           router_cache_ttl=0, load_max_age_ms=0)
+    runs, overhead = bench.load_resumable(done, args, fed, {})
+    assert [r["policy"] for r in runs] == [r["policy"] for r in old["runs"]]
+    assert overhead == old["overhead_s"]
+    assert {r["fingerprint"] for r in runs} == {bench.fingerprint(vars(args), overhead, fed)}
+    for change, why in (({"arrival_seconds": 3.5}, "arrival_seconds"), ({"load_max_age_ms": 1000}, "load_max_age_ms"),
+                        ({"seed": 1}, "seed")):
+        with pytest.raises(SystemExit, match=why):
+            bench.load_resumable(done, SimpleNamespace(**{**vars(args), **change}), fed, {})
+    with pytest.raises(SystemExit, match="federation"):
+        bench.load_resumable(done, args, "SC1+SC2 (4096/4096 MB)", {})
+    tampered = json.loads(done.read_text())
+    tampered["runs"][1]["rows"][3]["deadline_s"] += 1.0
+    (tmp_path / "t.json").write_text(json.dumps(tampered))
+    with pytest.raises(SystemExit, match="job 3 is not the job"):
+        bench.load_resumable(tmp_path / "t.json", args, fed, {})
+    pred = dict(old["runs"][0]["prediction"], tmdl=old["runs"][0]["prediction"]["tmdl"] + 1)
+    with pytest.raises(SystemExit, match="emulator now predicts"):
+        bench.load_resumable(done, args, fed, {old["runs"][0]["policy"]: pred})

@@ -1,19 +1,19 @@
 package org.yarnrl.federation;
 
-import org.apache.hadoop.yarn.server.federation.policies.amrmproxy.HomeAMRMProxyPolicy;
 import org.apache.hadoop.yarn.server.federation.policies.dao.WeightedPolicyInfo;
 import org.apache.hadoop.yarn.server.federation.policies.manager.AbstractPolicyManager;
 
 /**
- * The policy manager to name in the Router's {@code yarn.federation.policy-manager}: the learned Router policy
- * ({@link RlRouterPolicy}) for submissions, and Hadoop's {@link HomeAMRMProxyPolicy} (every container in the home
- * sub-cluster) for an AMRMProxy, where one runs. Its settings are read from the Router's XML configuration, not from
+ * The policy manager to name in the Router's (and an AMRMProxy NodeManager's) {@code yarn.federation.policy-manager}:
+ * the learned Router policy ({@link RlRouterPolicy}) for submissions, and {@link RlAMRMProxyPolicy} (DSRAP's sharing
+ * across sub-clusters; with {@code yarnrl.federation.amrmproxy.enabled} false, its default, every container in the
+ * home sub-cluster as Hadoop's {@code HomeAMRMProxyPolicy}) for an AMRMProxy, where one runs. Its settings are read from the Router's XML configuration, not from
  * policy parameters in the state store (whose JSON differs between Hadoop 3.4 and 3.5), so it carries no weights.
  */
 public class RlPolicyManager extends AbstractPolicyManager {
   public RlPolicyManager() {
     routerFederationPolicy = RlRouterPolicy.class;
-    amrmProxyFederationPolicy = HomeAMRMProxyPolicy.class;
+    amrmProxyFederationPolicy = RlAMRMProxyPolicy.class;
   }
 
   @Override

@@ -67,6 +67,8 @@ public class RlRouterPolicy implements FederationRouterPolicy {
     final Set<RouterPolicyMetrics.Fallback> logged = Collections.synchronizedSet(new HashSet<>());
     private volatile FederationStateStoreFacade facade;
     private final ScheduledExecutorService sampler;
+    /** The active sub-clusters as last read in the background (load.max-age-ms &gt; 0), and when. */
+    private volatile LoadSnapshot snapshot;
 
     Shared(RouterSettings settings, Configuration conf, RouterPolicyMetrics metrics) {
       this.settings = settings;
@@ -85,10 +87,39 @@ public class RlRouterPolicy implements FederationRouterPolicy {
       });
       sampler.scheduleWithFixedDelay(this::sample, settings.historyIntervalMillis, settings.historyIntervalMillis,
           TimeUnit.MILLISECONDS);
+      if (settings.loadMaxAgeMillis > 0) {
+        long every = Math.max(5, settings.loadMaxAgeMillis / 2);
+        sampler.scheduleWithFixedDelay(this::refreshLoad, 0, every, TimeUnit.MILLISECONDS);
+      }
     }
 
     void use(FederationStateStoreFacade f) {
       facade = f;
+      if (settings.loadMaxAgeMillis > 0) {
+        sampler.execute(this::refreshLoad);
+      }
+    }
+
+    private void refreshLoad() {
+      FederationStateStoreFacade f = facade;
+      if (f == null) {
+        return;
+      }
+      try {
+        snapshot = new LoadSnapshot(System.nanoTime(), f.getSubClusters(true));
+      } catch (Exception e) {
+        LOG.debug("load copy: state store not readable now", e);
+      }
+    }
+
+    /** The background copy of the active sub-clusters if it is fresh enough, else null (read the store). */
+    Map<SubClusterId, SubClusterInfo> freshLoad() {
+      LoadSnapshot s = snapshot;
+      if (settings.loadMaxAgeMillis <= 0 || s == null
+          || System.nanoTime() - s.nanos > TimeUnit.MILLISECONDS.toNanos(settings.loadMaxAgeMillis)) {
+        return null;
+      }
+      return s.active;
     }
 
     private void sample() {
@@ -134,6 +165,16 @@ public class RlRouterPolicy implements FederationRouterPolicy {
       if (engine != null) {
         engine.close();
       }
+    }
+  }
+
+  private static final class LoadSnapshot {
+    final long nanos;
+    final Map<SubClusterId, SubClusterInfo> active;
+
+    LoadSnapshot(long nanos, Map<SubClusterId, SubClusterInfo> active) {
+      this.nanos = nanos;
+      this.active = active;
     }
   }
 
@@ -225,7 +266,12 @@ public class RlRouterPolicy implements FederationRouterPolicy {
     }
     Set<SubClusterId> blocked = blackList == null ? Collections.emptySet() : new HashSet<>(blackList);
     long read0 = System.nanoTime();
-    Map<SubClusterId, SubClusterInfo> active = facade.getSubClusters(true);
+    Map<SubClusterId, SubClusterInfo> active = state.freshLoad();
+    if (active == null) {
+      active = facade.getSubClusters(true);
+    } else {
+      METRICS.loadCopyReads.increment();
+    }
     METRICS.recordStateStoreMicros((System.nanoTime() - read0) / 1000);
     List<Candidate> candidates = new ArrayList<>();
     for (Map.Entry<SubClusterId, SubClusterInfo> e : active.entrySet()) {

@@ -17,6 +17,9 @@ public interface RouterPolicyMXBean {
 
   long getDecisions();
 
+  /** Decisions whose sub-cluster load came from the background copy (load.max-age-ms), not a state-store read. */
+  long getLoadCopyReads();
+
   long getEngineDecisions();
 
   long getBuiltinDecisions();

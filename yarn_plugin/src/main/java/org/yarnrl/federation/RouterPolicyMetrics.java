@@ -21,6 +21,8 @@ final class RouterPolicyMetrics implements RouterPolicyMXBean {
   final LongAdder decisions = new LongAdder();
   final LongAdder engineDecisions = new LongAdder();
   final LongAdder builtinDecisions = new LongAdder();
+  /** Decisions that used the background load copy instead of reading the state store (load.max-age-ms). */
+  final LongAdder loadCopyReads = new LongAdder();
   private final Map<Fallback, LongAdder> fallbacks = new EnumMap<>(Fallback.class);
   private final Window decisionMicros = new Window();
   private final Window stateStoreMicros = new Window();
@@ -70,6 +72,11 @@ final class RouterPolicyMetrics implements RouterPolicyMXBean {
 
   void recordEngineMicros(long us) {
     engineMicros.record(us);
+  }
+
+  @Override
+  public long getLoadCopyReads() {
+    return loadCopyReads.sum();
   }
 
   @Override

@@ -32,6 +32,12 @@ final class RouterSettings {
   static final String CLUSTER_SHAPE = PREFIX + "cluster-shape";
   /** Multiplies a job's executor count (yarnrl.executors) into the model's scale. */
   static final String JOB_SCALE = PREFIX + "job-scale";
+  /**
+   * 0 (default): every decision reads the sub-clusters' load from the state store. N &gt; 0: a background thread
+   * reads it every N/2 ms and a decision uses that copy while it is at most N ms old, so no decision waits on the
+   * state store (ZooKeeper) unless the copy is stale. The RMs' own heartbeat interval bounds freshness anyway.
+   */
+  static final String LOAD_MAX_AGE_MS = PREFIX + "load.max-age-ms";
   /** false: never ask the engine, route by the built-in rule only (a baseline, and an off switch). */
   static final String ENABLED = PREFIX + "engine.enabled";
 
@@ -49,6 +55,7 @@ final class RouterSettings {
   final long[] shapeCapacity;
   final double[] shapeHetero;
   final double jobScale;
+  final long loadMaxAgeMillis;
 
   private RouterSettings(Configuration conf) {
     engineEnabled = bool(conf, ENABLED, true);
@@ -68,6 +75,7 @@ final class RouterSettings {
     historyLength = (int) range(conf, HISTORY_LENGTH, 100, 1, 10_000);
     historyIntervalMillis = range(conf, HISTORY_INTERVAL_MS, 1000, 10, 3_600_000L);
     padClusters = (int) range(conf, PAD_CLUSTERS, 0, 0, 1000);
+    loadMaxAgeMillis = range(conf, LOAD_MAX_AGE_MS, 0, 0, 3_600_000L);
     String sps = conf.getTrimmed(SECONDS_PER_STEP, "1");
     double v;
     try {
@@ -161,6 +169,7 @@ final class RouterSettings {
         + breakerFailures + " failures / " + breakerOpenMillis + " ms" : "off (built-in rule only)")
         + ", executor " + executorMb + " MB, history " + historyLength + " x " + historyIntervalMillis + " ms, pad to "
         + padClusters + " clusters, " + secondsPerStep + " s per step, shape "
-        + java.util.Arrays.toString(shapeCapacity) + java.util.Arrays.toString(shapeHetero) + ", job scale " + jobScale;
+        + java.util.Arrays.toString(shapeCapacity) + java.util.Arrays.toString(shapeHetero) + ", job scale " + jobScale
+        + (loadMaxAgeMillis > 0 ? ", load copy at most " + loadMaxAgeMillis + " ms old" : ", load read per decision");
   }
 }

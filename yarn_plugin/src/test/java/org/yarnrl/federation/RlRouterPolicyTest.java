@@ -54,6 +54,7 @@ class RlRouterPolicyTest {
   private final List<RouteRequest> seen = new CopyOnWriteArrayList<>();
   private final AtomicReference<Function<RouteRequest, RouteResponse>> answer = new AtomicReference<>();
   private FederationStateStoreFacade facade;
+  private MemoryFederationStateStore store;
 
   @BeforeEach
   void start() throws Exception {
@@ -74,7 +75,7 @@ class RlRouterPolicyTest {
     Configuration conf = new YarnConfiguration();
     conf.set(YarnConfiguration.FEDERATION_STATESTORE_CLIENT_CLASS, MemoryFederationStateStore.class.getName());
     conf.setInt(YarnConfiguration.FEDERATION_CACHE_TIME_TO_LIVE_SECS, 0);
-    MemoryFederationStateStore store = new MemoryFederationStateStore();
+    store = new MemoryFederationStateStore();
     store.init(conf);
     facade = FederationStateStoreFacade.getInstance(conf);
     facade.reinitialize(store, conf);
@@ -257,11 +258,39 @@ class RlRouterPolicyTest {
         {RouterSettings.EXECUTOR_MB, "-1"}, {RouterSettings.PAD_CLUSTERS, "-2"},
         {RouterSettings.SECONDS_PER_STEP, "0"}, {RouterSettings.ENGINE_ADDRESS, "engine"},
         {RouterSettings.ENABLED, "maybe"}, {RouterSettings.HISTORY_LENGTH, "0"},
-        {RouterSettings.CLUSTER_SHAPE, "800:70,-3"}, {RouterSettings.JOB_SCALE, "0"}}) {
+        {RouterSettings.CLUSTER_SHAPE, "800:70,-3"}, {RouterSettings.JOB_SCALE, "0"},
+        {RouterSettings.LOAD_MAX_AGE_MS, "-1"}}) {
       FederationPolicyInitializationException e =
           assertThrows(FederationPolicyInitializationException.class, () -> policy(bad));
       assertTrue(e.getMessage().contains(bad[0]), e.getMessage());
       facade.getConf().unset(bad[0]);
+    }
+  }
+
+  @Test
+  void aFreshLoadCopySparesTheStateStoreReadAndAStaleOneIsNotUsed() throws Exception {
+    try {
+      FederationRouterPolicy p = policy(RouterSettings.LOAD_MAX_AGE_MS, "600000");
+      answer.set(r -> to(1));
+      long copy0 = RlRouterPolicy.metrics().getLoadCopyReads();
+      long until = System.currentTimeMillis() + 10_000;
+      do { // the first background read follows the policy's initialisation
+        p.getHomeSubcluster(app(40), Collections.emptyList());
+      } while (RlRouterPolicy.metrics().getLoadCopyReads() == copy0 && System.currentTimeMillis() < until);
+      assertEquals(6144, seen.get(seen.size() - 1).getClusters(0).getAvailableMb());
+      register(store, SC1, 1024, 8192); // the store changes; the copy (10 min) is still fresh
+      long copy1 = RlRouterPolicy.metrics().getLoadCopyReads();
+      p.getHomeSubcluster(app(41), Collections.emptyList());
+      assertEquals(copy1 + 1, RlRouterPolicy.metrics().getLoadCopyReads());
+      assertEquals(6144, seen.get(seen.size() - 1).getClusters(0).getAvailableMb());
+      RlRouterPolicy.resetShared();
+      // 50 ms: the copy is refreshed every 25 ms, and a copy older than 50 ms is never used
+      p = policy(RouterSettings.LOAD_MAX_AGE_MS, "50");
+      Thread.sleep(200);
+      p.getHomeSubcluster(app(42), Collections.emptyList());
+      assertEquals(1024, seen.get(seen.size() - 1).getClusters(0).getAvailableMb());
+    } finally {
+      facade.getConf().unset(RouterSettings.LOAD_MAX_AGE_MS);
     }
   }
 
