@@ -89,4 +89,13 @@ def test_engine_figures_from_counters_and_histogram():
     assert row["engine_decided_share"] == pytest.approx(0.95)
     assert row["fallbacks_by_reason"] == {"Timeout": 3}
     assert row["engine_cpu_us_per_decision"] == pytest.approx(50.0)
+    assert row["engine_cpu_basis"] == "whole case"
     assert row["engine_schedule_latency_p99_ms"] == 1.5
+    # with the measured window's marks: the window's CPU over its decisions (start-up and registration left out)
+    row["engine_process"].update(window_cpu_s=0.1, window_decisions=4000)
+    row["seconds"] = 10.0
+    ps.add_engine_figures(row)
+    assert row["engine_cpu_us_per_decision"] == pytest.approx(25.0)
+    assert row["engine_cpu_us_per_decision_whole_case"] == pytest.approx(50.0)
+    assert row["engine_decisions_per_s"] == pytest.approx(400.0)
+    assert row["engine_cpu_basis"] == "measured window"

@@ -43,12 +43,17 @@ import org.yarnrl.v1.ScheduleResponse;
  *   <li><b>per-node plans</b>: the answer is checked as a whole (one result per node, in order, and no ask given more
  *       containers over all nodes than it was sent with: one answer never hands the same outstanding container to
  *       two nodes), then each node's result becomes that node's answer, exactly as a single {@code Schedule} answer
- *       (same {@link Snapshots#check}, same application with YARN's fresh-answer and ResourceCalculator checks), and
- *       the node's update is re-dispatched;</li>
+ *       (same {@link Snapshots#check}, same application with YARN's fresh-answer and ResourceCalculator checks),
+ *       applied as it arrives under the scheduler's lock by the plugin's apply thread (RlScheduler; asynchronous
+ *       scheduling: installed as the node's plan), or by a re-dispatched node update (RlCapacityScheduler without
+ *       asynchronous scheduling, whose allocation runs only inside node updates);</li>
  *   <li><b>fallbacks per node, counted by reason</b>: a failed, timed-out or refused batch, or one that breaks the
  *       rules above, sends every node of it to native scheduling (the breaker counts one failure per batch); a node
- *       the engine refused alone goes native ({@code FallbacksRefusedNode}); a plan older than
- *       {@value #PLAN_MAX_AGE_MS} when its node update runs goes native ({@code FallbacksStalePlan}).</li>
+ *       the engine refused alone goes native ({@code FallbacksRefusedNode}); a plan whose node heartbeated more than
+ *       {@value #PLAN_MAX_HEARTBEATS} times while it was on its way (or, when set, older than
+ *       {@value #PLAN_MAX_AGE_MS}) goes native ({@code FallbacksStalePlan}). Its age is counted in heartbeats of
+ *       its node, not in wall-clock time: a re-dispatched update waits in the RM's event queue with the node's next
+ *       heartbeat behind it, so a busy queue makes the plan late but not out of date.</li>
  * </ol>
  *
  * <p>Lock order: the scheduler's lock, then this planner's; the planner never takes the scheduler's lock while
@@ -66,7 +71,10 @@ final class BatchPlanner implements AutoCloseable {
   static final long DEFAULT_INTERVAL_MS = 10;
   static final int DEFAULT_MAX_NODES = 512;
   static final long DEFAULT_DEADLINE_MS = 250;
-  static final long DEFAULT_PLAN_MAX_AGE_MS = 1000;
+  /** 0: no wall-clock bound (the node's heartbeats bound a plan's age). */
+  static final long DEFAULT_PLAN_MAX_AGE_MS = 0;
+  static final String PLAN_MAX_HEARTBEATS = "yarnrl.engine.batch.plan-max-heartbeats";
+  static final int DEFAULT_PLAN_MAX_HEARTBEATS = 1;
   /** GetInfo capability of an engine that speaks ScheduleBatch. */
   static final String CAPABILITY = "schedule-batch";
 
@@ -79,6 +87,8 @@ final class BatchPlanner implements AutoCloseable {
   final int maxNodes;
   final long deadlineMs;
   final long planMaxAgeMs;
+  /** A plan whose node heartbeated more often than this while it was on its way is stale. */
+  final int planMaxHeartbeats;
   private final EnginePath path;
   private final RlSchedulerMetrics metrics;
   private final Delivery delivery;
@@ -98,7 +108,7 @@ final class BatchPlanner implements AutoCloseable {
   private volatile boolean refusedAsksLogged;
 
   private BatchPlanner(EnginePath path, RlSchedulerMetrics metrics, Delivery delivery, long intervalMs,
-      int maxNodes, long deadlineMs, long planMaxAgeMs) {
+      int maxNodes, long deadlineMs, long planMaxAgeMs, int planMaxHeartbeats) {
     this.path = path;
     this.metrics = metrics;
     this.delivery = delivery;
@@ -106,6 +116,7 @@ final class BatchPlanner implements AutoCloseable {
     this.maxNodes = maxNodes;
     this.deadlineMs = deadlineMs;
     this.planMaxAgeMs = planMaxAgeMs;
+    this.planMaxHeartbeats = planMaxHeartbeats;
     thread = new Thread(this::loop, "yarnrl-engine-batch");
     thread.setDaemon(true);
     thread.start();
@@ -120,16 +131,18 @@ final class BatchPlanner implements AutoCloseable {
     long interval = range(conf, INTERVAL_MS, DEFAULT_INTERVAL_MS, 1, 10_000);
     long maxNodes = range(conf, MAX_NODES, DEFAULT_MAX_NODES, 1, 10_000);
     long deadline = range(conf, DEADLINE_MS, DEFAULT_DEADLINE_MS, 1, 60_000);
-    long maxAge = range(conf, PLAN_MAX_AGE_MS, DEFAULT_PLAN_MAX_AGE_MS, 1, 3_600_000);
+    long maxAge = range(conf, PLAN_MAX_AGE_MS, DEFAULT_PLAN_MAX_AGE_MS, 0, 3_600_000);
+    long maxBeats = range(conf, PLAN_MAX_HEARTBEATS, DEFAULT_PLAN_MAX_HEARTBEATS, 0, 1000);
     if (!Boolean.parseBoolean(enabled)) {
       metrics.batchState = "OFF";
       return null;
     }
     metrics.batchState = "WAITING_FOR_ENGINE";
     LOG.info("yarn-rl batched engine path: one ScheduleBatch every {} ms (or at {} nodes), deadline {} ms, plans "
-        + "older than {} ms scheduled natively; used while the engine offers '{}'", interval, maxNodes, deadline,
-        maxAge, CAPABILITY);
-    return new BatchPlanner(path, metrics, delivery, interval, (int) maxNodes, deadline, maxAge);
+        + "whose node heartbeated more than {} times meanwhile{} scheduled natively; used while the engine offers "
+        + "'{}'", interval, maxNodes, deadline, maxBeats, maxAge > 0 ? " or older than " + maxAge + " ms" : "",
+        CAPABILITY);
+    return new BatchPlanner(path, metrics, delivery, interval, (int) maxNodes, deadline, maxAge, (int) maxBeats);
   }
 
   private static long range(Configuration conf, String key, long dflt, long min, long max) {

@@ -65,6 +65,15 @@ final class EnginePath implements AutoCloseable {
     }
   }
 
+  /**
+   * Applies the answer waiting for a node now, under the scheduler's lock, outside any node update (RlScheduler;
+   * RlCapacityScheduler with asynchronous scheduling installs it as the node's plan). Runs on the plugin's apply
+   * thread; finds nothing when a node update took the answer first.
+   */
+  interface Applier {
+    void apply(NodeId node);
+  }
+
   /** One engine or a failover list ({@link EngineFailover}), with TLS/token from {@link EngineChannels}. */
   final EngineFailover engines;
   /** One protocol handshake per engine: an engine is used, or failed over to, only once its version is accepted. */
@@ -81,6 +90,12 @@ final class EnginePath implements AutoCloseable {
   private final Snapshots.Builder snapshots;
   private final ConcurrentHashMap<NodeId, Snapshots.Snapshot> inFlight = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<NodeId, Answer> ready = new ConcurrentHashMap<>();
+  /** Per node in flight: its heartbeats that found it still waiting for its answer (a plan's age, in heartbeats). */
+  private final ConcurrentHashMap<NodeId, Integer> heldHeartbeats = new ConcurrentHashMap<>();
+  /** Applies a batched answer as it arrives (set by the scheduler), or null: its node update is re-dispatched. */
+  private volatile Applier applier;
+  /** The one thread that runs {@link #applier} (never a gRPC or the planner's thread: it waits for the lock). */
+  private java.util.concurrent.ExecutorService applyThread;
   private final AtomicLong requestSeq = new AtomicLong();
   private volatile RMContext rmContext;
   private volatile boolean invalidAnswerLogged;
@@ -201,6 +216,35 @@ final class EnginePath implements AutoCloseable {
     return inFlight.containsKey(node);
   }
 
+  /**
+   * A heartbeat of this node while its ask is on its way (the scheduler thread): true, and counted towards its plan's
+   * age ({@value BatchPlanner#PLAN_MAX_HEARTBEATS}); false when nothing is in flight for it.
+   */
+  boolean heldHeartbeat(NodeId node) {
+    if (!inFlight.containsKey(node)) {
+      return false;
+    }
+    heldHeartbeats.merge(node, 1, Integer::sum);
+    return true;
+  }
+
+  /**
+   * Batched answers are applied as they arrive by {@code applier} on the plugin's apply thread (it takes the
+   * scheduler's lock itself), instead of through a second node update in the RM's event queue, where a busy RM
+   * would make every plan wait behind thousands of events and double the queue.
+   */
+  synchronized void setApplier(Applier applier) {
+    if (planner == null || this.applier != null) {
+      return;
+    }
+    applyThread = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "yarnrl-engine-apply");
+      t.setDaemon(true);
+      return t;
+    });
+    this.applier = applier;
+  }
+
   boolean hasAnswer(NodeId node) {
     return ready.containsKey(node);
   }
@@ -217,10 +261,20 @@ final class EnginePath implements AutoCloseable {
       if (planner != null) {
         planner.release(a); // applied now or never: the containers it promised are the live counts' again
         long ageMs = a.plannedNanos == 0 ? 0 : (System.nanoTime() - a.plannedNanos) / 1_000_000;
-        if (a.failure == null && a.plannedNanos != 0 && ageMs > planner.planMaxAgeMs) {
+        Integer held = heldHeartbeats.remove(node);
+        int beats = held == null ? 0 : held;
+        String stale = null;
+        if (a.failure == null && a.plannedNanos != 0) {
+          if (beats > planner.planMaxHeartbeats) {
+            stale = "a plan whose node heartbeated " + beats + " times while it was on its way ("
+                + BatchPlanner.PLAN_MAX_HEARTBEATS + " " + planner.planMaxHeartbeats + ")";
+          } else if (planner.planMaxAgeMs > 0 && ageMs > planner.planMaxAgeMs) {
+            stale = "a plan " + ageMs + " ms old (" + BatchPlanner.PLAN_MAX_AGE_MS + " " + planner.planMaxAgeMs + ")";
+          }
+        }
+        if (stale != null) {
           takenCountsForBreaker = false;
-          return new Answer(a.snapshot, null, new EngineClient.CallFailed(EngineClient.Failure.STALE_PLAN,
-              "a plan " + ageMs + " ms old (" + BatchPlanner.PLAN_MAX_AGE_MS + " " + planner.planMaxAgeMs + ")",
+          return new Answer(a.snapshot, null, new EngineClient.CallFailed(EngineClient.Failure.STALE_PLAN, stale,
               null), a.client, a.plannedNanos, null, false);
         }
       }
@@ -274,12 +328,32 @@ final class EnginePath implements AutoCloseable {
       return;
     }
     ready.put(node, answer);
-    metrics.asksInFlight.decrement();
-    redispatch(node);
+    Applier a = applier;
+    if (a == null) {
+      metrics.asksInFlight.decrement();
+      metrics.answerRedispatches.increment();
+      redispatch(node);
+      return;
+    }
+    try {
+      // in flight until applied: a node update meanwhile still sees the node held, or takes the answer itself
+      applyThread.execute(() -> {
+        try {
+          a.apply(node);
+        } catch (RuntimeException e) {
+          LOG.warn("yarn-rl: applying the engine's answer for {} failed", node, e);
+        } finally {
+          metrics.asksInFlight.decrement();
+        }
+      });
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      metrics.asksInFlight.decrement(); // closing
+    }
   }
 
   /** Ask about this node without waiting; the node is re-dispatched when the answer (or its failure) is in. */
   void send(NodeId node, Snapshots.Snapshot snapshot) {
+    heldHeartbeats.remove(node);
     inFlight.put(node, snapshot);
     metrics.asksInFlight.increment();
     if (batched()) {
@@ -322,6 +396,7 @@ final class EnginePath implements AutoCloseable {
 
   /** The node left the cluster: an answer for it has nowhere to go. */
   void forget(NodeId node) {
+    heldHeartbeats.remove(node);
     Answer gone = ready.remove(node);
     if (planner != null) {
       if (gone != null) {
@@ -415,6 +490,11 @@ final class EnginePath implements AutoCloseable {
   public void close() {
     if (planner != null) {
       planner.close();
+    }
+    synchronized (this) {
+      if (applyThread != null) {
+        applyThread.shutdownNow();
+      }
     }
     handshakes.values().forEach(EngineHandshake::close);
     engines.close();

@@ -736,7 +736,7 @@ public class FifoSchedulerBase extends
       usedResource));
   }
 
-  private void updateAvailableResourcesMetrics() {
+  protected void updateAvailableResourcesMetrics() {
     metrics.setAvailableResourcesToQueue(
         Resources.subtract(getClusterResource(), usedResource));
   }

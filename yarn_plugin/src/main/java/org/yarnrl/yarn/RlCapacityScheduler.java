@@ -161,6 +161,9 @@ public class RlCapacityScheduler extends CapacityScheduler {
         }
       });
       if (async) {
+        // a batched answer becomes its node's plan as it arrives: CapacityScheduler's threads apply plans, so it
+        // needs no node update (a second one per heartbeat would wait behind the RM's whole event queue)
+        engine.setApplier(this::installArrived); // its boolean: for node updates
         LOG.info("RlCapacityScheduler: {}=true: heartbeats ask the engine, CapacityScheduler's own threads apply "
             + "each node's plan until its next heartbeat", CapacitySchedulerConfiguration.SCHEDULE_ASYNCHRONOUSLY_ENABLE);
       }
@@ -413,7 +416,7 @@ public class RlCapacityScheduler extends CapacityScheduler {
     if (anyShadowQueue) {
       shadowAsk(id); // the shadow queues' ask for this heartbeat, before anything is placed on it
     }
-    if (engine.inFlight(id)) {
+    if (engine.heldHeartbeat(id)) {
       pass(nm, NodePlan.HOLD); // a heartbeat while the answer is on its way: bookkeeping only
       return;
     }
@@ -549,16 +552,16 @@ public class RlCapacityScheduler extends CapacityScheduler {
    */
   private void asyncNodeUpdate(RMNode nm) {
     NodeId id = nm.getNodeID();
-    EnginePath.Answer answer = engine.take(id);
-    if (answer != null) {
-      installPlan(id, answer);
-      return;
+    if (engine.hasAnswer(id)) { // an answer not installed yet (per heartbeat, or before the apply thread got to it)
+      if (!installArrived(id)) {
+        return; // a per-heartbeat answer: this is the update re-dispatched for it
+      } // a batched answer was applied on arrival (no update re-dispatched): this is the node's own heartbeat
     }
     super.nodeUpdate(nm); // bookkeeping only: asynchronous scheduling allocates elsewhere
     if (anyShadowQueue) {
       shadowAsk(id); // YARN's containers on this node until its next heartbeat are compared with this answer
     }
-    if (engine.inFlight(id)) {
+    if (engine.heldHeartbeat(id)) {
       return; // still held for the engine queues
     }
     nativeUntilHeartbeat.remove(id);
@@ -632,6 +635,23 @@ public class RlCapacityScheduler extends CapacityScheduler {
    */
   private void nothingToAsk(NodeId id) {
     plans.compute(id, (k, v) -> v == null || v == NodePlan.HOLD ? NodePlan.NONE : v);
+  }
+
+  /**
+   * Asynchronous scheduling: the answer waiting for this node becomes its plan now (EnginePath's apply thread, or a
+   * node update that found it first), under the write lock, as tryCommit reads plans under it.
+   */
+  private boolean installArrived(NodeId id) {
+    writeLock.lock();
+    try {
+      EnginePath.Answer answer = engine.take(id);
+      if (answer != null) {
+        installPlan(id, answer);
+      }
+      return answer != null && answer.plannedNanos != 0;
+    } finally {
+      writeLock.unlock();
+    }
   }
 
   /** Asynchronous scheduling: an answer becomes its node's plan, or the node CapacityScheduler's alone. */

@@ -113,7 +113,38 @@ public class RlScheduler extends FifoSchedulerBase {
           snapshot.run();
         }
       });
+      // a batched answer is applied as it arrives, under the same lock, not by a second node update
+      engine.setApplier(this::applyArrived);
     }
+  }
+
+  /**
+   * The batched path's answer for this node, applied as it arrives (EnginePath's apply thread) under FifoScheduler's
+   * lock, exactly as the node update that would otherwise take it: re-validated, placed container by container, or
+   * FIFO's own assignment on a fallback. Nothing when a node update took the answer first or the node left.
+   */
+  private synchronized void applyArrived(NodeId id) {
+    if (!engine.hasAnswer(id)) {
+      return;
+    }
+    FiCaSchedulerNode node = nodeTracker.getNode(id);
+    if (node == null) {
+      engine.forget(id);
+      return;
+    }
+    long start = System.nanoTime();
+    Handled handled = scheduleWithEngine(node);
+    if (handled == Handled.ENGINE) {
+      rlMetrics.engineNanos.add(System.nanoTime() - start);
+    } else if (handled == Handled.NATIVE) {
+      if (Resources.greaterThanOrEqual(getResourceCalculator(), getClusterResource(), node.getUnallocatedResource(),
+          getMinimumResourceCapability())) {
+        super.assignContainers(node);
+      }
+      rlMetrics.nativeHeartbeats.increment();
+      rlMetrics.nativeNanos.add(System.nanoTime() - start);
+    }
+    updateAvailableResourcesMetrics();
   }
 
   @Override
@@ -273,7 +304,7 @@ public class RlScheduler extends FifoSchedulerBase {
     if (answer != null) {
       return applyAnswer(node, answer);
     }
-    if (engine.inFlight(node.getNodeID())) {
+    if (engine.heldHeartbeat(node.getNodeID())) {
       return Handled.ASKED; // a heartbeat while the answer is on its way: the node stays held
     }
     List<RlAppAttempt> attempts = new ArrayList<>(applications.size());

@@ -176,6 +176,12 @@ public interface RlSchedulerMXBean {
   /** Asks the engine refused in a batch (malformed: left to native scheduling via the wait cap). */
   long getBatchAsksRefused();
 
+  /**
+   * Batched answers applied through a second, re-dispatched node update (RlCapacityScheduler without asynchronous
+   * scheduling); RlScheduler and asynchronous scheduling apply each answer as it arrives, without one.
+   */
+  long getAnswerRedispatches();
+
   /** Heartbeats scheduled natively because their plan was older than yarnrl.engine.batch.plan-max-age-ms. */
   long getFallbacksStalePlan();
 

@@ -66,6 +66,9 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   final LongAdder batchAsksRefused = new LongAdder();
   final LongAdder fallbacksStalePlan = new LongAdder();
   final LongAdder fallbacksRefusedNode = new LongAdder();
+  /** Batched answers that went back through the RM's event queue as a second node update (CapacityScheduler
+   *  without asynchronous scheduling); the others are applied as they arrive. */
+  final LongAdder answerRedispatches = new LongAdder();
   volatile String resourceCalculator = "";
 
   @Override
@@ -168,6 +171,11 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
   @Override
   public long getBatchBuildCpuMicros() {
     return batchBuildCpuNanos.sum() / 1000;
+  }
+
+  @Override
+  public long getAnswerRedispatches() {
+    return answerRedispatches.sum();
   }
 
   @Override
@@ -377,7 +385,7 @@ public class RlSchedulerMetrics implements RlSchedulerMXBean {
         + getFallbacksVersionMismatch() + " waitHeartbeats=" + getFallbacksWaitHeartbeats() + " waitTime="
         + getFallbacksWaitTime() + " stalePlan=" + getFallbacksStalePlan() + " refusedNode="
         + getFallbacksRefusedNode() + ") batch=" + getBatchState() + " batches=" + getBatches() + " batchNodes="
-        + getBatchNodes() + " asksPastWaitCap=" + getAsksPastWaitCap() + " discarded="
+        + getBatchNodes() + " redispatches=" + getAnswerRedispatches() + " asksPastWaitCap=" + getAsksPastWaitCap() + " discarded="
         + getAnswerContainersDiscarded() + " reportEventsSent="
         + getReportEventsSent() + " reportEventsDropped=" + getReportEventsDropped() + " breaker=" + getBreakerState()
         + " handshake=" + getHandshakeState() + " engine=" + getEngineAddress() + " failovers=" + getFailovers()

@@ -30,6 +30,8 @@ class BatchedCapacityTest {
     conf.setLong(BatchPlanner.INTERVAL_MS, 20);
     conf.setLong(BatchPlanner.DEADLINE_MS, 10_000); // generous: the test machine is loaded; timing is not tested
     conf.setLong(BatchPlanner.PLAN_MAX_AGE_MS, 60_000);
+    // the tests heartbeat every ~30 ms, not every second: a node heartbeats several times while its batch is out
+    conf.setInt(BatchPlanner.PLAN_MAX_HEARTBEATS, 1000);
     return conf;
   }
 
@@ -71,6 +73,57 @@ class BatchedCapacityTest {
         assertTrue(m.getBatches() > 0, m.toString());
         assertTrue(engine.metric("yarnrl_batch_nodes_count") > 0, "the engine answered batches");
         MockCluster.waitFor(() -> m.getAsksInFlight() == 0, "no ask in flight, have " + m);
+      }
+    }
+  }
+
+  /** RlCapacityScheduler behind a busy event queue: every NODE_UPDATE, regular or re-dispatched, costs 400 ms. */
+  public static class SlowNodeUpdates extends RlCapacityScheduler {
+    @Override
+    public void handle(org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.SchedulerEvent event) {
+      if (event.getType()
+          == org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.SchedulerEventType.NODE_UPDATE) {
+        try {
+          Thread.sleep(BatchedPathTest.SLOW_UPDATE_MS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      super.handle(event);
+    }
+  }
+
+  /**
+   * Issue 24's 10,000-node run placed nothing with asynchronous scheduling on: each answer came back through a
+   * second node update at the back of the RM's event queue, seconds later, and fell back as stale; meanwhile the node
+   * was held for the engine queue (HOLD) and, after the fallback, CapacityScheduler's threads had it only until the
+   * node's next heartbeat, queued right behind, held it again. Now the answer becomes the node's plan as it arrives
+   * (no second node update, a plan's age counted in heartbeats): every container placed, by the engine's plans.
+   */
+  @Test
+  void asynchronousSchedulingPlacesBehindABusyEventQueue() throws Exception {
+    Path work = Path.of("target", "batched-capacity-test").toAbsolutePath();
+    Files.createDirectories(work);
+    try (EngineProcess engine = new EngineProcess("fifo", work.resolve("slow-queue.log"))) {
+      engine.start();
+      YarnConfiguration conf = conf(engine.address(), true, true);
+      conf.set(YarnConfiguration.RM_SCHEDULER, SlowNodeUpdates.class.getName());
+      conf.unset(BatchPlanner.PLAN_MAX_AGE_MS); // the defaults
+      conf.unset(BatchPlanner.PLAN_MAX_HEARTBEATS);
+      try (MockCluster c = new MockCluster(conf, 4, 8192, 8)) {
+        RlSchedulerMetrics m = metrics(c);
+        handshake(c);
+        MockAM am = c.startApp("analytics", "alice");
+        MockCluster.ask(am, 12, 1024);
+        List<List<Container>> got = c.run(List.of(am), 12);
+        assertEquals(12, got.get(0).size(), m.toString());
+        assertEquals(13, m.getEngineContainers() + m.getNativeContainers(), m.toString()); // and the AM
+        assertEquals(0, m.getFallbacksStalePlan(), m.toString());
+        assertEquals(0, m.getAnswerRedispatches(), "no second node update per answer: " + m);
+        if (m.getFallbacks() == 0) {
+          assertEquals(13, m.getEngineContainers(), m.toString());
+        }
+        assertTrue(m.getEngineContainers() >= 10, m.toString());
       }
     }
   }

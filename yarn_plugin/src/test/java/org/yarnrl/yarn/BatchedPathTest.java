@@ -42,6 +42,8 @@ class BatchedPathTest {
     conf.setLong(BatchPlanner.INTERVAL_MS, 200);
     conf.setLong(BatchPlanner.DEADLINE_MS, 10_000); // generous: the test machine is loaded; timing is not tested
     conf.setLong(BatchPlanner.PLAN_MAX_AGE_MS, 60_000);
+    // the tests heartbeat every ~30 ms, not every second: a node heartbeats several times while its batch is out
+    conf.setInt(BatchPlanner.PLAN_MAX_HEARTBEATS, 1000);
     conf.setInt(BatchPlanner.MAX_NODES, 4);
     return conf;
   }
@@ -258,6 +260,67 @@ class BatchedPathTest {
     }, settings(BatchPlanner.PLAN_MAX_AGE_MS, "100"));
     assertTrue(m.getFallbacksStalePlan() > 0, m.toString());
     assertEquals("CLOSED", m.getBreakerState(), "a stale plan is the RM's lateness, not an engine failure: " + m);
+  }
+
+  @Test
+  void aPlanWhoseNodeHeartbeatedMeanwhileIsStaleWithoutAWallClockBound() throws Exception {
+    // no wall-clock bound (the default): the batch takes 400 ms, the test heartbeats every node every ~30 ms, so each
+    // node heartbeats more than once (yarnrl.engine.batch.plan-max-heartbeats, 1) while its plan is on its way
+    RlSchedulerMetrics m = fallsBack(batch -> {
+      sleep(400);
+      return FakeEngine.perNode(batch, req -> FakeEngine.onlyOn("h2", req));
+    }, settings(BatchPlanner.PLAN_MAX_AGE_MS, "0", BatchPlanner.PLAN_MAX_HEARTBEATS, "1"));
+    assertTrue(m.getFallbacksStalePlan() > 0, m.toString());
+    assertEquals(0, m.getFallbacksTimeout(), m.toString());
+    assertEquals("CLOSED", m.getBreakerState(), m.toString());
+  }
+
+  /** Node updates that take {@value #SLOW_UPDATE_MS} ms each: an RM whose event queue is seconds behind. */
+  static final long SLOW_UPDATE_MS = 400;
+
+  /** RlScheduler behind a busy event queue (every NODE_UPDATE, regular or re-dispatched, costs SLOW_UPDATE_MS). */
+  public static class SlowNodeUpdates extends RlScheduler {
+    @Override
+    public void handle(org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.SchedulerEvent event) {
+      if (event.getType()
+          == org.apache.hadoop.yarn.server.resourcemanager.scheduler.event.SchedulerEventType.NODE_UPDATE) {
+        sleep(SLOW_UPDATE_MS);
+      }
+      super.handle(event);
+    }
+  }
+
+  /**
+   * Issue 24's 10,000-node run: the batched path re-dispatched one more node update per answer, which waited behind
+   * the RM's whole event queue (doubling it) and reached its node more than 1 s after the snapshot: every plan fell
+   * back as stale. Now the answer is applied as it arrives (no second node update) and a plan's age is counted in its
+   * node's heartbeats: with the queue 1-3 s behind, every container is the engine's, none stale.
+   */
+  @Test
+  void answersAreAppliedAsTheyArriveNotBehindABusyEventQueue() throws Exception {
+    Path work = Path.of("target", "batched-path-test").toAbsolutePath();
+    Files.createDirectories(work);
+    try (EngineProcess engine = new EngineProcess("fifo", work.resolve("slow-queue.log"))) {
+      engine.start();
+      YarnConfiguration conf = conf(engine.address(), true);
+      conf.set(YarnConfiguration.RM_SCHEDULER, SlowNodeUpdates.class.getName());
+      conf.unset(BatchPlanner.PLAN_MAX_AGE_MS); // the defaults
+      conf.unset(BatchPlanner.PLAN_MAX_HEARTBEATS);
+      conf.setLong(BatchPlanner.INTERVAL_MS, 20);
+      try (MockCluster c = new MockCluster(conf, 4, 8192, 8)) {
+        RlSchedulerMetrics m = scheduler(c).getRlMetrics();
+        List<List<Container>> got = askAndRun(c, 12);
+        assertEquals(12, got.get(0).size(), m.toString());
+        assertEquals(13, m.getEngineContainers() + m.getNativeContainers(), m.toString()); // and the AM
+        assertEquals(0, m.getFallbacksStalePlan(), m.toString());
+        assertEquals(0, m.getAnswerRedispatches(), "no second node update per answer: " + m);
+        assertTrue(m.getBatches() > 0, m.toString());
+        if (m.getFallbacks() == 0) { // a loaded machine may miss a deadline now and then: counted, never lost
+          assertEquals(13, m.getEngineContainers(), m.toString());
+        }
+        assertTrue(m.getEngineContainers() >= 10, m.toString());
+      }
+    }
   }
 
   @Test
