@@ -15,12 +15,20 @@ spread, the driver flushes a batch at --flush-nodes waiting nodes or --flush-ms 
 is to do), open loop (a batch leaves on time whether or not earlier ones returned); latency is from a heartbeat's
 arrival to its answer (the wait in the batcher included).
 
+Part 3 (--in-process): the engine's own work without gRPC, in this process, per phase: parse + decode a
+ScheduleBatchRequest, decide (BatchScheduler), encode the answer, and Report (the plugin's ContainerStarted and
+ContainerFinished events for the engine's placements and, as many again, for containers placed natively on other
+nodes, as in plugin_scale's runs; the learner runs inline, so its CPU is counted), at --in-process-batch-sizes nodes
+per batch (plugin_scale at 10,000 nodes sent ~57 nodes per batch on the FIFO scheduler, ~7 with CapacityScheduler's
+asynchronous scheduling); --profile-dir writes a cProfile summary per policy and batch size there.
+
 Engine CPU per decision = the engine process's CPU time (/proc, user + system) / nodes decided: the goal is
 <= 30 us at 10,000 nodes. The client is Python on the same 2 cores; its CPU is not counted. Last stdout line: one
 JSON object.
 
     .venv/bin/python benchmarks/engine_batching.py [--policies fifo,delay,clqlmrs] [--nodes 10000]
         [--batch-sizes 1,8,32,128,512] [--scale 1000,5000,10000] [--seconds 4] [--out DIR]
+    .venv/bin/python benchmarks/engine_batching.py --in-process [--in-process-batch-sizes 7,57,512] [--tasks 154]
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 from policy_engine.cli import start_engine_subprocess  # noqa: E402
 from policy_engine.client import PolicyEngineClient  # noqa: E402
 from policy_engine.proto import pb  # noqa: E402
+from policy_engine.types import Locality  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "engine_batching"
 GOAL_CPU_US = 30.0
@@ -290,6 +299,108 @@ async def run_microbatching(engine: Engine, wl: Workload, seconds: float, flush_
     return out
 
 
+def run_in_process(policy_name: str, wl: Workload, nodes_per_batch: int, batches: int, seed: int = 0,
+                   profile: Path | None = None, fast: bool = True) -> dict:
+    """Part 3: the engine's work per decision, in this process, by phase (CPU time of this process: the learner
+    runs inline). `fast` False: the batch path as it was before issue 24's vectorising (BatchScheduler(fast=False)),
+    for the before/after figures."""
+    from policy_engine.batch import BatchScheduler, encode_batch_decision_bytes, parse_batch_request
+    from policy_engine.engine import Engine as InProcessEngine, EngineMetrics
+    from policy_engine.policy import create
+    from policy_engine.types import ContainerFinished, ContainerStarted
+
+    policy = create(policy_name)
+    engine = InProcessEngine(policy, EngineMetrics(), learning="inline")
+    engine.attach_learner()
+    batcher = BatchScheduler(engine, fast=fast)
+    rng = random.Random(seed)
+    pool = [wl.batch(wl.sample(nodes_per_batch), 5000 + k) for k in range(batches)]
+    running: list[tuple[str, str, str]] = []  # (container, application, node) started and not yet finished
+    container = 0
+
+    def events_for(decision) -> list:
+        nonlocal container
+        out = []
+        engine_placed = 0
+        for r in decision.results:  # the engine's containers (ask ids are "app<k>/20/0", applications application_1_<k>)
+            for a in r.assignments:
+                app = f"application_1_{int(a.ask_id.split('/', 1)[0][3:]):04d}"
+                for _ in range(a.count):
+                    container += 1
+                    out.append(ContainerStarted(container_id=f"c{container}", application_id=app,
+                                                node_id=r.node_id, locality=a.locality))
+                    running.append((f"c{container}", app, r.node_id))
+                    engine_placed += 1
+        for _ in range(engine_placed):  # as many placed natively (fallbacks, AMs) on other nodes
+            container += 1
+            app = f"application_1_{rng.randrange(wl.apps):04d}"
+            node_id = f"{wl.hosts[rng.randrange(wl.nodes)]}:8041"
+            out.append(ContainerStarted(container_id=f"c{container}", application_id=app, node_id=node_id,
+                                        locality=Locality.OFF_SWITCH))
+            running.append((f"c{container}", app, node_id))
+        while len(running) > 4 * wl.nodes:  # containers finish (a lifetime of a few cycles of the whole cluster)
+            cid, app, node_id = running.pop(rng.randrange(len(running) // 4 + 1))
+            out.append(ContainerFinished(container_id=cid, application_id=app, node_id=node_id))
+        return out
+
+    phases = {"decode": 0.0, "decide": 0.0, "encode": 0.0, "report": 0.0}
+    decisions = containers = 0
+
+    def one(data: bytes) -> None:
+        nonlocal decisions, containers
+        c0 = time.process_time()
+        batch = batcher.decode(parse_batch_request(data), data)
+        c1 = time.process_time()
+        decision = batcher.decide(batch)
+        c2 = time.process_time()
+        encode_batch_decision_bytes(decision, policy.name, policy.model_version)
+        c3 = time.process_time()
+        events = events_for(decision)
+        c4 = time.process_time()
+        engine.report(events)
+        c5 = time.process_time()
+        phases["decode"] += c1 - c0
+        phases["decide"] += c2 - c1
+        phases["encode"] += c3 - c2
+        phases["report"] += c5 - c4
+        decisions += len(decision.results)
+        containers += sum(a.count for r in decision.results for a in r.assignments)
+
+    warm = max(1, batches // 10)
+    for data in pool[:warm]:
+        one(data)
+    for k in phases:
+        phases[k] = 0.0
+    decisions = containers = 0
+    profiler = None
+    if profile is not None:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    t0 = time.perf_counter()
+    for data in pool[warm:]:
+        one(data)
+    wall = time.perf_counter() - t0
+    if profiler is not None:
+        import io
+        import pstats
+
+        profiler.disable()
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(30)
+        profile.mkdir(parents=True, exist_ok=True)
+        (profile / f"{policy_name}-{nodes_per_batch}{'' if fast else '-before'}.txt").write_text(text.getvalue())
+    engine.close()
+    per = {f"{k}_us_per_decision": round(v / max(decisions, 1) * 1e6, 2) for k, v in phases.items()}
+    total = sum(phases.values())
+    return {"policy": policy_name, "mode": "in-process" if fast else "in-process-before", "decisions": decisions,
+            "nodes_per_call": nodes_per_batch, "batches": batches - warm, "containers": containers,
+            "engine_cpu_us_per_decision": round(total / max(decisions, 1) * 1e6, 2), **per,
+            "decisions_per_s": round(decisions / wall, 1) if wall else 0.0, "engine_cores": 1.0,
+            "latency_p50_ms": float("nan"), "latency_p99_ms": float("nan"), "profiled": profile is not None}
+
+
 def csv(cast):
     return lambda s: [cast(x) for x in s.split(",") if x.strip()]
 
@@ -325,6 +436,22 @@ async def main_async(args) -> dict:
                 log(rows[-1])
         finally:
             await engine.close()
+    return {"results": rows, "nodes": args.nodes, "asks": wl.apps, "tasks_per_ask": args.tasks,
+            "goal_engine_cpu_us": GOAL_CPU_US, "load_average_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
+
+
+def main_in_process(args) -> dict:
+    wl = Workload(args.nodes, args.tasks)
+    rows = []
+    for policy in args.policies:
+        for n in args.in_process_batch_sizes:
+            batches = args.in_process_batches or max(40, 3000 // n + 4)
+            for fast in ((False, True) if args.before else (True,)):
+                r = run_in_process(policy, wl, n, batches, fast=fast)
+                rows.append(r)
+                log(r)
+                if args.profile_dir is not None:
+                    run_in_process(policy, wl, n, batches, profile=args.profile_dir, fast=fast)
     return {"results": rows, "nodes": args.nodes, "asks": wl.apps, "tasks_per_ask": args.tasks,
             "goal_engine_cpu_us": GOAL_CPU_US, "load_average_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
 
@@ -386,10 +513,30 @@ def main(argv=None) -> int:
     p.add_argument("--scale-seconds", type=float, default=8.0, help="per cluster size of part 2 (default 8)")
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--json", action="store_true", help="only the JSON line on stdout")
+    p.add_argument("--in-process", action="store_true",
+                   help="part 3 only: the engine's work per decision by phase, in this process, no gRPC")
+    p.add_argument("--in-process-batch-sizes", type=csv(int), default=[7, 57, 512],
+                   help="nodes per batch for --in-process (default 7,57,512: plugin_scale's batches at 10,000 "
+                        "nodes on capacity-async and FIFO, and the plugin's largest)")
+    p.add_argument("--in-process-batches", type=int, default=0,
+                   help="batches per case for --in-process (default: enough for ~3,000 decisions, at least 40)")
+    p.add_argument("--before", action="store_true",
+                   help="--in-process: also measure the batch path as it was before issue 24's vectorising")
+    p.add_argument("--profile-dir", type=Path, default=None,
+                   help="--in-process: a cProfile summary per policy and batch size in this folder (inflates the "
+                        "figures of the profiled pass, which is run after the measured one)")
     args = p.parse_args(argv)
     if args.nodes <= 0 or any(n <= 0 for n in args.batch_sizes + args.scale) or args.seconds <= 0:
         p.error("node counts, batch sizes and --seconds must be positive")
     PROGRESS = sys.stderr if args.json else sys.stdout
+    if args.in_process:
+        result = main_in_process(args)
+        if args.out == RESULTS:
+            args.out = RESULTS / "in_process"
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+        print(json.dumps(result))
+        return 0
     result = asyncio.run(main_async(args))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -427,8 +427,9 @@ class BatchScheduler:
     (the decoded ask's identity, the "*" count left, the node's host and rack entries), so an ask that did not
     change is not rebuilt for every node of every batch."""
 
-    def __init__(self, engine, max_views: int = 50_000):
+    def __init__(self, engine, max_views: int = 50_000, fast: bool = True):
         self.engine = engine
+        self.fast = fast
         self.asks = AskCache()
         self.views: dict[tuple, tuple[Ask, Ask]] = {}
         self.cells: dict[int, tuple[Ask, list[int]]] = {}  # decoded ask's id -> (it, its live count)
