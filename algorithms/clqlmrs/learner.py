@@ -37,6 +37,7 @@ class _Transition:
 class _Job:
     chain: deque = field(default_factory=deque)      # transitions awaiting their successor or reward
     counts: np.ndarray = field(default_factory=lambda: np.zeros(len(LocalityState), np.int64))
+    settled: int = 0                                 # counts.sum(), kept as an int (read on every step)
     n_tasks: int = 0
     reward: float = 0.0
 
@@ -65,6 +66,10 @@ class ClqlmrsLearner:
         self.finished_rewards: deque[float] = deque(maxlen=1000)
         self._paper_chain: deque[_Transition] = deque()   # paper mode: one trajectory over all jobs
         self._open: dict[tuple[str, str], deque[_Transition]] = {}
+        # _open's keys by application and host, in _open's order: a container reported on a node other than its
+        # step's (another NodeManager of the host) finds its queue without a walk over every open key (that walk,
+        # per Report event, was most of the engine's CPU at 10,000 nodes, where _open holds tens of thousands)
+        self._open_hosts: dict[str, dict[str, list[tuple[str, str]]]] = {}
         self._seen_containers: OrderedDict[str, None] = OrderedDict()
         self._last_save = time.monotonic()
         self._code_version = code_version()  # once, at start: saves must not run git
@@ -107,12 +112,20 @@ class ClqlmrsLearner:
         """One decision's steps, as the policy returned them with the decision."""
         for step in trace or ():
             job = self._job(step.application_id)
-            job.n_tasks = max(job.n_tasks, step.n_tasks, int(job.counts.sum()))
+            job.n_tasks = max(job.n_tasks, step.n_tasks, job.settled)
             tr = _Transition(step)
             if not step.place:
                 tr.reward = -self.config.wait_cost
             else:
-                self._open.setdefault((step.application_id, step.node_id), deque()).append(tr)
+                key = (step.application_id, step.node_id)
+                queue = self._open.get(key)
+                if queue is None:
+                    queue = self._open[key] = deque()
+                    hosts = self._open_hosts.get(key[0])
+                    if hosts is None:
+                        hosts = self._open_hosts[key[0]] = {}
+                    hosts.setdefault(key[1].split(":", 1)[0], []).append(key)
+                queue.append(tr)
             chain = self._paper_chain if self.paper else job.chain
             chain.append(tr)
             if len(chain) > self.MAX_OPEN and chain[0].reward is None:
@@ -143,8 +156,8 @@ class ClqlmrsLearner:
         queue = self._open.get((app, node_id))
         if not queue:
             host = node_id.split(":", 1)[0]
-            queue = next((q for (a, n), q in self._open.items() if a == app and n.split(":", 1)[0] == host and q),
-                         None)
+            keys = self._open_hosts.get(app, {}).get(host, ())
+            queue = next((q for q in map(self._open.__getitem__, keys) if q), None)
         if not queue:
             return  # a container this policy did not place through a learned step (AM, reduce, fallback)
         tr = queue.popleft()
@@ -157,7 +170,8 @@ class ClqlmrsLearner:
             return
         job = self._job(tr.step.application_id)
         job.counts[int(reached)] += 1
-        n = max(job.n_tasks, int(job.counts.sum()), 1)
+        job.settled += 1
+        n = max(job.n_tasks, job.settled, 1)
         tr.reached = reached
         tr.reward = locality_reward(reached, job.counts, n)
         job.reward += tr.reward
@@ -187,8 +201,9 @@ class ClqlmrsLearner:
             if not self.paper:
                 self._flush(job.chain)
             self.finished_rewards.append(job.reward)
-        for key in [k for k in self._open if k[0] == app]:
-            del self._open[key]
+        for keys in self._open_hosts.pop(app, {}).values():
+            for key in keys:
+                del self._open[key]
         if self.episode_per_job:
             self.end_episode()
 
@@ -217,6 +232,7 @@ class ClqlmrsLearner:
             self.finished_rewards.append(job.reward)
         self._flush(self._paper_chain)
         self._open.clear()
+        self._open_hosts.clear()
         self.model.last_state = int(LocalityState.NO)
         self.publish()
 

@@ -108,10 +108,12 @@ def candidate_state(ask: Ask, node: Node, counts: np.ndarray | None = None) -> R
     rack as DRL, otherwise NO (reduces and other ANY-only asks).
     """
     if counts is None:
-        counts = state_counts(ask, node)
-    nz = np.flatnonzero(counts)
-    if nz.size:
-        return ReadLocality(int(nz[0]))
+        job = ask.job
+        counts = state_counts(ask, node) if job is not None and job.input_blocks else None
+    if counts is not None:  # (None: no input blocks, all zeros: the entries decide, without numpy per candidate)
+        nz = np.flatnonzero(counts)
+        if nz.size:
+            return ReadLocality(int(nz[0]))
     for lr in ask.locality:
         if lr.num_containers > 0 and (lr.resource_name == node.host or lr.resource_name == node.node_id):
             return ReadLocality.DL
