@@ -190,7 +190,7 @@ class AskCache:
 
 
 def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
-                 raw_asks: list[bytes] | None = None) -> ScheduleBatch:
+                 raw_asks: list[bytes] | None = None, fast: bool = True) -> ScheduleBatch:
     """Validate and decode; raises BatchRefused when the batch is past a limit or its locality table is
     inconsistent, and records malformed nodes and asks in the result instead of raising. `raw_asks`: each ask's
     bytes as received (split_batch_asks), the cache's keys; without them an ask is serialized again for its key."""
@@ -270,10 +270,16 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
     name_row = counts = np.zeros(0, dtype=np.int64)
     relax = np.zeros(0, dtype=bool)
     if n_table:
-        ask_index = np.fromiter(col.ask_index, dtype=np.int64, count=n_table)
-        name_row = np.fromiter(col.name_index, dtype=np.int64, count=n_table)
-        counts = np.fromiter(col.num_containers, dtype=np.int64, count=n_table)
-        relax = np.fromiter(col.relax_locality, dtype=bool, count=n_table)
+        if fast:  # numpy reads protobuf's repeated scalars as a sequence, ~15x faster than element by element
+            ask_index = np.array(col.ask_index, dtype=np.int64)
+            name_row = np.array(col.name_index, dtype=np.int64)
+            counts = np.array(col.num_containers, dtype=np.int64)
+            relax = np.array(col.relax_locality, dtype=bool)
+        else:
+            ask_index = np.fromiter(col.ask_index, dtype=np.int64, count=n_table)
+            name_row = np.fromiter(col.name_index, dtype=np.int64, count=n_table)
+            counts = np.fromiter(col.num_containers, dtype=np.int64, count=n_table)
+            relax = np.fromiter(col.relax_locality, dtype=bool, count=n_table)
         bad = np.flatnonzero((ask_index < 0) | (ask_index >= n_asks) | (name_row < 0)
                              | (name_row >= len(col.names)))
         if bad.size:
@@ -442,7 +448,7 @@ class BatchScheduler:
         raw = split_batch_asks(data) if data is not None else None
         if raw is not None and len(raw) != len(req.asks):
             raw = None
-        return decode_batch(req, self.asks, raw)
+        return decode_batch(req, self.asks, raw, fast=self.fast)
 
     def decide(self, batch: ScheduleBatch) -> BatchDecision:
         """In-process: the whole batch at once."""
@@ -538,6 +544,28 @@ class BatchScheduler:
         results: list[NodeResult] = []
         idle = 0
         no_rack = np.full(n_asks, -2, dtype=np.int64)
+        fast = self.fast
+        if fast:
+            # The asks each host row names with containers at the start of the batch, found by one numpy call
+            # (bookings only lower counts, so the live count of these is read per node and nothing else can be
+            # named); each ask's position in its partition's FIFO list; the input-block count of every node's list
+            # (0 when no ask of the batch has blocks, else counted by the engine per node).
+            host_rows = sorted({r for n in batch.nodes if n is not None
+                                for r in (pos.get(n.host), pos.get(n.node_id)) if r is not None})
+            named_cols: dict[int, list[int]] = {}
+            if host_rows and n_asks:
+                rows = np.asarray(host_rows, dtype=np.int64)
+                nz_r, nz_c = np.nonzero(count[rows] > 0)
+                for r, c in zip(rows[nz_r].tolist(), nz_c.tolist()):
+                    named_cols.setdefault(r, []).append(c)
+            col_pos: dict[str, list[int]] = {}
+            for p, pidx in part_index.items():
+                cp = [-1] * n_asks
+                for j, c in enumerate(pidx.tolist()):
+                    cp[c] = j
+                col_pos[p] = cp
+            with_blocks = -1 if any(b.ask.job is not None and b.ask.job.input_blocks for b in asks) else 0
+            item = count.item
         t_next = time.perf_counter() + yield_every_s
         for k, node in enumerate(batch.nodes):
             rid = request_ids[k] if request_ids else ""
@@ -583,7 +611,28 @@ class BatchScheduler:
                     # (the entry also holds the decoded asks, so their ids cannot be reused while it is kept)
                     if shared:
                         rack_views[rkey] = (cur, base, [asks[i].ask for i in idx.tolist()])
-                if hk is not None or nk is not None:
+                if fast and (hk is not None or nk is not None):
+                    cols = named_cols.get(hk, []) if hk is not None else []
+                    if nk is not None and nk in named_cols:
+                        cols = sorted(set(cols) | set(named_cols[nk]))
+                    cp = col_pos[partition]
+                    named_at = []
+                    for c in cols:
+                        j = cp[c]
+                        if j < 0:
+                            continue
+                        h = item(hk, c) if hk is not None else item(nk, c)
+                        if hk is not None and nk is not None:
+                            h = max(h, item(nk, c))
+                        if h > 0:
+                            named_at.append((j, c, h))
+                    if named_at:
+                        base = list(base)
+                        for j, c, h in named_at:
+                            bj = asks[c]
+                            if bj.any > 0:
+                                base[j] = view(bj, host, h, rack, int(cur[2, j]))
+                elif hk is not None or nk is not None:
                     hc = count[hk, idx] if hk is not None else count[nk, idx]
                     if hk is not None and nk is not None:
                         hc = np.maximum(hc, count[nk, idx])
@@ -595,8 +644,12 @@ class BatchScheduler:
                             if bj.any > 0:
                                 base[j] = view(bj, host, int(hc[j]), rack, int(cur[2, j]))
                 floor = state.min_live_memory(partition, idx)
-                node_asks = (FifoOrdered((v for v in base if v is not None), floor) if state.dead
-                             else FifoOrdered(base, floor))
+                if fast:
+                    node_asks = FifoOrdered((v for v in base if v is not None) if state.dead else base, floor,
+                                            with_blocks, True)
+                else:
+                    node_asks = (FifoOrdered((v for v in base if v is not None), floor) if state.dead
+                                 else FifoOrdered(base, floor))
             obs = ScheduleObservation(node, node_asks, batch.cluster, rid)
             if opp is not None and node_asks:
                 opp.offer(idx[state.live[idx]] if state.dead else idx, node_asks, node.unallocated)

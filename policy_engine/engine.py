@@ -104,9 +104,13 @@ def clip_schedule(obs: ScheduleObservation, decision: ScheduleDecision) -> tuple
             continue
         view = views.get(a.ask_id)
         if view is None:
-            if asks is None:
-                asks = {ask.ask_id: ask for ask in obs.asks}
-            ask = asks.get(a.ask_id)
+            if getattr(obs.asks, "unique_ids", False):  # the batched path's lists: ids unique, placed asks early
+                ask_id = a.ask_id
+                ask = next((x for x in obs.asks if x.ask_id == ask_id), None)
+            else:
+                if asks is None:
+                    asks = {ask.ask_id: ask for ask in obs.asks}
+                ask = asks.get(a.ask_id)
             if ask is None:
                 cut += a.count
                 continue
@@ -323,7 +327,9 @@ class Engine:
             raise NotImplementedError(f"policy {policy.name!r} does not schedule on node heartbeats")
         for annotate in self.annotators:
             annotate(obs)
-        with_blocks = sum(1 for ask in obs.asks if ask.job is not None and ask.job.input_blocks)
+        with_blocks = getattr(obs.asks, "with_blocks", -1)  # the batched path counts them once per batch
+        if with_blocks < 0:
+            with_blocks = sum(1 for ask in obs.asks if ask.job is not None and ask.job.input_blocks)
         self.asks_seen += len(obs.asks)
         self.asks_with_blocks += with_blocks
         opportunities = self.state.opportunities if count_opportunities else None

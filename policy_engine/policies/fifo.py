@@ -23,13 +23,19 @@ class FifoOrdered(list):
 
     `memory_floor`: no ask of the list with containers left asks for less memory than this (0: unknown). Every
     ResourceCalculator compares memory, so once a node's free memory is below it nothing more fits and a placement
-    loop may stop (memory_floor(asks) reads it; a plain list says 0)."""
+    loop may stop (memory_floor(asks) reads it; a plain list says 0).
 
-    __slots__ = ("memory_floor",)
+    `with_blocks`: how many of the asks carry input blocks, when the caller knows it (-1: count them);
+    `unique_ids`: no two asks share an id (the batch refuses duplicates), so the engine's clip may look an ask up by
+    a scan that stops at the first match instead of indexing every ask of the list per node."""
 
-    def __init__(self, asks=(), memory_floor: int = 0):
+    __slots__ = ("memory_floor", "with_blocks", "unique_ids")
+
+    def __init__(self, asks=(), memory_floor: int = 0, with_blocks: int = -1, unique_ids: bool = False):
         super().__init__(asks)
         self.memory_floor = memory_floor
+        self.with_blocks = with_blocks
+        self.unique_ids = unique_ids
 
 
 def memory_floor(asks) -> int:
