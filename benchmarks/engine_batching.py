@@ -299,11 +299,14 @@ async def run_microbatching(engine: Engine, wl: Workload, seconds: float, flush_
     return out
 
 
-def run_in_process(policy_name: str, wl: Workload, nodes_per_batch: int, batches: int, seed: int = 0,
+def run_in_process(policy_name: str, nodes: int, tasks: int, nodes_per_batch: int, batches: int, seed: int = 0,
                    profile: Path | None = None, fast: bool = True) -> dict:
     """Part 3: the engine's work per decision, in this process, by phase (CPU time of this process: the learner
-    runs inline). `fast` False: the batch path as it was before issue 24's vectorising (BatchScheduler(fast=False)),
-    for the before/after figures."""
+    runs inline). The asks' counts follow the engine's placements (an ask's pending containers fall by what it was
+    given and come back to `tasks` once below half: the next wave of maps), so consecutive batches carry changed
+    and unchanged asks as the plugin's do. The first batches (at least enough to visit every rack) warm the
+    engine's caches and are not counted. `fast` False: the batch path as it was before issue 24's vectorising
+    (BatchScheduler(fast=False)), for the before/after figures."""
     from policy_engine.batch import BatchScheduler, encode_batch_decision_bytes, parse_batch_request
     from policy_engine.engine import Engine as InProcessEngine, EngineMetrics
     from policy_engine.policy import create
@@ -314,7 +317,22 @@ def run_in_process(policy_name: str, wl: Workload, nodes_per_batch: int, batches
     engine.attach_learner()
     batcher = BatchScheduler(engine, fast=fast)
     rng = random.Random(seed)
-    pool = [wl.batch(wl.sample(nodes_per_batch), 5000 + k) for k in range(batches)]
+    wl = Workload(nodes, tasks, seed)
+    warm = max(batches // 10, 3 * nodes // RACK_SIZE // nodes_per_batch + 1)
+    total_batches = warm + batches
+    pending = {ask[0]: ask[3] for ask in wl.asks}
+
+    def next_batch(k: int) -> bytes:
+        wl.asks = [(a[0], a[1], a[2], pending[a[0]], a[4], a[5]) for a in wl.asks]
+        return wl.batch(wl.sample(nodes_per_batch), 5000 + k)
+
+    def follow(decision) -> None:
+        for r in decision.results:
+            for a in r.assignments:
+                pending[a.ask_id] = max(pending[a.ask_id] - a.count, 0)
+        for ask_id, n in pending.items():
+            if n < tasks // 2:
+                pending[ask_id] = tasks
     running: list[tuple[str, str, str]] = []  # (container, application, node) started and not yet finished
     container = 0
 
@@ -355,6 +373,7 @@ def run_in_process(policy_name: str, wl: Workload, nodes_per_batch: int, batches
         c2 = time.process_time()
         encode_batch_decision_bytes(decision, policy.name, policy.model_version)
         c3 = time.process_time()
+        follow(decision)
         events = events_for(decision)
         c4 = time.process_time()
         engine.report(events)
@@ -366,9 +385,8 @@ def run_in_process(policy_name: str, wl: Workload, nodes_per_batch: int, batches
         decisions += len(decision.results)
         containers += sum(a.count for r in decision.results for a in r.assignments)
 
-    warm = max(1, batches // 10)
-    for data in pool[:warm]:
-        one(data)
+    for k in range(warm):
+        one(next_batch(k))
     for k in phases:
         phases[k] = 0.0
     decisions = containers = 0
@@ -378,10 +396,12 @@ def run_in_process(policy_name: str, wl: Workload, nodes_per_batch: int, batches
 
         profiler = cProfile.Profile()
         profiler.enable()
-    t0 = time.perf_counter()
-    for data in pool[warm:]:
+    wall = 0.0
+    for k in range(warm, total_batches):
+        data = next_batch(k)
+        t0 = time.perf_counter()
         one(data)
-    wall = time.perf_counter() - t0
+        wall += time.perf_counter() - t0
     if profiler is not None:
         import io
         import pstats
@@ -395,7 +415,7 @@ def run_in_process(policy_name: str, wl: Workload, nodes_per_batch: int, batches
     per = {f"{k}_us_per_decision": round(v / max(decisions, 1) * 1e6, 2) for k, v in phases.items()}
     total = sum(phases.values())
     return {"policy": policy_name, "mode": "in-process" if fast else "in-process-before", "decisions": decisions,
-            "nodes_per_call": nodes_per_batch, "batches": batches - warm, "containers": containers,
+            "nodes_per_call": nodes_per_batch, "batches": batches, "warm_up_batches": warm, "containers": containers,
             "engine_cpu_us_per_decision": round(total / max(decisions, 1) * 1e6, 2), **per,
             "decisions_per_s": round(decisions / wall, 1) if wall else 0.0, "engine_cores": 1.0,
             "latency_p50_ms": float("nan"), "latency_p99_ms": float("nan"), "profiled": profile is not None}
@@ -441,24 +461,23 @@ async def main_async(args) -> dict:
 
 
 def main_in_process(args) -> dict:
-    wl = Workload(args.nodes, args.tasks)
     rows = []
     for policy in args.policies:
         for n in args.in_process_batch_sizes:
-            batches = args.in_process_batches or max(40, 3000 // n + 4)
+            batches = args.in_process_batches or max(40, 3000 // n)
             for fast in ((False, True) if args.before else (True,)):
                 # the least CPU of --repeat passes (before and after interleaved): on a shared machine the other
                 # passes are the ones someone else's work slowed down
                 runs = []
                 for _ in range(args.repeat):
-                    runs.append(run_in_process(policy, wl, n, batches, fast=fast))
+                    runs.append(run_in_process(policy, args.nodes, args.tasks, n, batches, fast=fast))
                 r = min(runs, key=lambda x: x["engine_cpu_us_per_decision"])
                 r["passes_us_per_decision"] = [x["engine_cpu_us_per_decision"] for x in runs]
                 rows.append(r)
                 log(r)
                 if args.profile_dir is not None:
-                    run_in_process(policy, wl, n, batches, profile=args.profile_dir, fast=fast)
-    return {"results": rows, "nodes": args.nodes, "asks": wl.apps, "tasks_per_ask": args.tasks,
+                    run_in_process(policy, args.nodes, args.tasks, n, batches, profile=args.profile_dir, fast=fast)
+    return {"results": rows, "nodes": args.nodes, "asks": max(2, args.nodes // 250), "tasks_per_ask": args.tasks,
             "goal_engine_cpu_us": GOAL_CPU_US, "load_average_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 

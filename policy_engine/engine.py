@@ -105,8 +105,11 @@ def clip_schedule(obs: ScheduleObservation, decision: ScheduleDecision) -> tuple
         view = views.get(a.ask_id)
         if view is None:
             if getattr(obs.asks, "unique_ids", False):  # the batched path's lists: ids unique, placed asks early
-                ask_id = a.ask_id
-                ask = next((x for x in obs.asks if x.ask_id == ask_id), None)
+                ask_id, ask = a.ask_id, None
+                for x in obs.asks:
+                    if x.ask_id == ask_id:
+                        ask = x
+                        break
             else:
                 if asks is None:
                     asks = {ask.ask_id: ask for ask in obs.asks}
