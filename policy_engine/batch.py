@@ -92,19 +92,17 @@ class BatchAsk:
     any_relax: bool
     names: int                     # locality_names as a node view carries it
     version: int = 0               # bumped whenever a count changes
-    cell: list | None = None       # [any, counts, column], read by this ask's LiveAsk views (live mode)
+    cell: list[int] | None = None  # [any], read by this ask's LiveAsk views (BatchScheduler, live mode)
 
 
 class LiveAsk(Ask):
     """A node view whose "*" count is the batch's count *now* (the cell, a list shared with the BatchAsk),
     so a container booked for one node does not make every view of the ask on every rack stale. Used only while
     nothing keeps observations past their decision (no decision log attached, no annotators editing asks).
+    (Its missed-opportunity count stays a plain attribute, written per node: Delay and CLQLMRS read it for every
+    ask they look at, and a property reading the batch's array cost them more than the write saves.)"""
 
-    Its missed-opportunity count too, when the cell names the batch's count array and the ask's column in it
-    (BatchOpportunities, fast mode): the node's offer is then one numpy step, with no write into each view of the
-    node's list; otherwise the count set on the view (the per-node path's OpportunityTracker writes it)."""
-
-    __slots__ = ("_cell", "_missed")
+    __slots__ = ("_cell",)
 
     @property
     def num_containers(self) -> int:  # type: ignore[override]
@@ -113,15 +111,6 @@ class LiveAsk(Ask):
     @num_containers.setter
     def num_containers(self, value: int) -> None:
         pass  # the dataclass __init__ sets it; the count lives in the cell
-
-    @property
-    def scheduling_opportunities(self) -> int:  # type: ignore[override]
-        counts = self._cell[1]
-        return self._missed if counts is None else int(counts[self._cell[2]])
-
-    @scheduling_opportunities.setter
-    def scheduling_opportunities(self, value: int) -> None:
-        self._missed = value
 
 
 @dataclass(slots=True)
@@ -187,6 +176,17 @@ class AskCache:
         self.max_cached = max_cached
         self.current: dict[bytes, Ask] = {}
         self.previous: dict[bytes, Ask] = {}
+        # an ask's bytes as received -> its key (stable_ask_key): most asks of a batch come again unchanged in the
+        # next (the plugin's cycle is ~10 ms), and a dict lookup costs less than the walk over their fields
+        self.keys: dict[bytes, bytes] = {}
+
+    def key(self, raw: bytes) -> bytes:
+        key = self.keys.get(raw)
+        if key is None:
+            if len(self.keys) >= self.max_cached:
+                self.keys.clear()
+            key = self.keys[raw] = stable_ask_key(raw)
+        return key
 
     def get(self, raw: bytes) -> Ask | None:
         ask = self.current.get(raw)
@@ -254,7 +254,7 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
     for i, a in enumerate(req.asks):
         try:
             raw = None if cache is None else raw_asks[i] if raw_asks is not None else a.SerializeToString()
-            key = stable_ask_key(raw) if raw is not None else None
+            key = None if raw is None else cache.key(raw) if fast else stable_ask_key(raw)
             ask = cache.get(key) if key is not None else None
             if ask is None:
                 ask = _ask(a, i, _NO_IDS)
@@ -300,7 +300,10 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
             raise BatchRefused(f"locality[{j}]: ask_index {int(ask_index[j])} or name_index {int(name_row[j])} "
                                f"outside the batch's {n_asks} asks / {len(col.names)} names")
         empty = [k for k, name in enumerate(col.names) if not name]
-        for j in np.flatnonzero(np.isin(name_row, empty) | (counts < 0)).tolist():  # this ask only
+        bad_entry = counts < 0
+        if empty or not fast:
+            bad_entry |= np.isin(name_row, empty)
+        for j in np.flatnonzero(bad_entry).tolist():  # this ask only
             i = int(ask_index[j])
             what = (f"name_index {int(name_row[j])}: empty name" if not col.names[int(name_row[j])]
                     else f"num_containers: negative ({int(counts[j])})")
@@ -512,7 +515,7 @@ class BatchScheduler:
                 self.cells.clear()
                 self.views.clear()
                 self.rack_views.clear()
-            hit = self.cells[id(a)] = (a, [0, None, 0])
+            hit = self.cells[id(a)] = (a, [0])
         return hit[1]
 
     def _rack_changes(self, batch: ScheduleBatch, state: BatchState, part_index: dict[str, np.ndarray],
@@ -551,10 +554,13 @@ class BatchScheduler:
                     olds.append(cached[0])
                 out[rkey] = (cur[r], None)
             if olds:
-                diff = (np.stack(olds) != cur[cached_at]).any(axis=1)
+                changed: list[list[int]] = [[] for _ in cached_at]
+                rr, jj = np.nonzero((np.stack(olds) != cur[cached_at]).any(axis=1))
+                for r, j in zip(rr.tolist(), jj.tolist()):
+                    changed[r].append(j)
                 keys_list = list(racks)
-                for r, row in zip(cached_at, diff):
-                    out[keys_list[r]] = (cur[r], np.flatnonzero(row).tolist())
+                for r, js in zip(cached_at, changed):
+                    out[keys_list[r]] = (cur[r], js)
         return out
 
     def steps(self, batch: ScheduleBatch, yield_every_s: float = YIELD_EVERY_S) -> Iterator[None]:
@@ -581,11 +587,6 @@ class BatchScheduler:
         opp = BatchOpportunities(engine.state.opportunities, asks) if shared else None
         if opp is not None and not opp.active:
             opp = None
-        live_missed = self.fast and opp is not None
-        if shared:  # the views read the batch's missed-opportunity counts (live_missed) or their own
-            for b in asks:
-                b.cell[1] = opp.counts if live_missed else None
-                b.cell[2] = b.index
         # asks by partition in FIFO order (a node sees only its partition's asks), sorted once per batch: each
         # node's list is then already in the order FIFO, Delay, ACL and CLQLMRS visit asks (FifoOrdered)
         order = [b.index for b in sorted(asks, key=lambda b: _FIFO_KEY(b.ask))]
@@ -722,8 +723,7 @@ class BatchScheduler:
                                  else FifoOrdered(base, floor))
             obs = ScheduleObservation(node, node_asks, batch.cluster, rid)
             if opp is not None and node_asks:
-                opp.offer(idx[state.live[idx]] if state.dead else idx, node_asks, node.unallocated,
-                          write_views=not live_missed)
+                opp.offer(idx[state.live[idx]] if state.dead else idx, node_asks, node.unallocated)
             try:
                 decision, decision_id = engine.schedule_logged(obs, count_opportunities=opp is None)
             except (InvalidRequest, ObservationMismatch) as e:  # this node's request, not the batch, is wrong
@@ -745,10 +745,6 @@ class BatchScheduler:
                     opp.load()
                     if not opp.active:
                         opp = None
-                        if live_missed:  # the engine counts per node from here on, into the views themselves
-                            live_missed = False
-                            for b in asks:
-                                b.cell[1] = None
                 t_next = time.perf_counter() + yield_every_s
         if opp is not None:
             opp.flush()
@@ -792,9 +788,8 @@ class BatchOpportunities:
         get = tracker._counts.get
         self.counts[:] = [get(k, 0) for k in self.keys]
 
-    def offer(self, cols: np.ndarray, views: list[Ask], free: Resource, write_views: bool = True) -> None:
-        """OpportunityTracker.offer for a node whose list holds the asks of columns `cols`, in order (`views`);
-        `write_views` False: the views read their count from `counts` themselves (LiveAsk)."""
+    def offer(self, cols: np.ndarray, views: list[Ask], free: Resource) -> None:
+        """OpportunityTracker.offer for a node whose list holds the asks of columns `cols`, in order (`views`)."""
         fits = self.no_memory[cols] | (self.memory[cols] <= free.memory_mb)
         if free.compared != _MEMORY_ONLY:
             fits &= self.no_vcores[cols] | (self.vcores[cols] <= free.vcores)
@@ -804,8 +799,6 @@ class BatchOpportunities:
         self.touch[cols] = np.arange(seq, seq + cols.size)
         self.seq = seq + cols.size
         assert len(views) == cols.size, "a node's list and its columns differ"
-        if not write_views:
-            return
         for view, c in zip(views, counts[cols].tolist()):
             view.scheduling_opportunities = c
 
