@@ -202,17 +202,25 @@ class ClqlmrsPolicy(Policy):
         num_nodes = obs.cluster.num_nodes or 1
         decided: dict[int, tuple[int, int, LocalityState, Locality]] = {}
         steps: list[Step] = []
+        # (placement, state) per candidate: a function of its view and counts, which only a container placed for
+        # that candidate changes, so it is worked out once per candidate and again only after its own placement
+        # (each round used to redo it for every candidate before the one placed)
+        memo: list[tuple | None] = [None] * len(learned)
         while learned:
             best, best_q = -1, -math.inf
             for i, c in enumerate(learned):
                 if not c.ask.resource.fits_in(free):
                     decided.pop(i, None)
                     continue
-                cs = placement(c.view, node, c.counts)
+                m = memo[i]
+                if m is None:
+                    cs = placement(c.view, node, c.counts)
+                    m = memo[i] = (cs, None if cs is None else
+                                   enc.encode(cs[0], c.cached, c.ask.scheduling_opportunities, num_nodes, node))
+                cs, s = m
                 if cs is None:
                     decided.pop(i, None)
                     continue
-                s = enc.encode(cs[0], c.cached, c.ask.scheduling_opportunities, num_nodes, node)
                 prev = decided.get(i)
                 if prev is None or prev[0] != s:
                     if c.ask.scheduling_opportunities >= cfg.max_wait * num_nodes:
@@ -231,6 +239,7 @@ class ClqlmrsPolicy(Policy):
             if best < 0:
                 break
             c = learned[best]
+            memo[best] = None
             s, _, state, level = decided.pop(best)
             if c.counts[state] > 0:
                 c.counts[state] -= 1
