@@ -315,7 +315,12 @@ def run_in_process(policy_name: str, nodes: int, tasks: int, nodes_per_batch: in
     policy = create(policy_name)
     engine = InProcessEngine(policy, EngineMetrics(), learning="inline")
     engine.attach_learner()
-    batcher = BatchScheduler(engine, fast=fast)
+    try:
+        batcher = BatchScheduler(engine, fast=fast)
+    except TypeError:  # policy_engine from before the switch (PYTHONPATH=<an older checkout>): measured as it is
+        if not fast:
+            raise
+        batcher = BatchScheduler(engine)
     rng = random.Random(seed)
     wl = Workload(nodes, tasks, seed)
     warm = max(batches // 10, 3 * nodes // RACK_SIZE // nodes_per_batch + 1)
@@ -477,7 +482,10 @@ def main_in_process(args) -> dict:
                 log(r)
                 if args.profile_dir is not None:
                     run_in_process(policy, args.nodes, args.tasks, n, batches, profile=args.profile_dir, fast=fast)
-    return {"results": rows, "nodes": args.nodes, "asks": max(2, args.nodes // 250), "tasks_per_ask": args.tasks,
+    import policy_engine
+
+    return {"results": rows, "code": str(Path(policy_engine.__file__).resolve().parent.parent),
+            "nodes": args.nodes, "asks": max(2, args.nodes // 250), "tasks_per_ask": args.tasks,
             "goal_engine_cpu_us": GOAL_CPU_US, "load_average_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
