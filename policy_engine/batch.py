@@ -584,12 +584,16 @@ class BatchScheduler:
         state = BatchState(asks, table, live_counts=shared)
         by_id = {b.ask.ask_id: b for b in asks}
         # Delay, ACL, CLQLMRS: the batch's missed-opportunity counts as one array (needs the live views)
-        opp = BatchOpportunities(engine.state.opportunities, asks) if shared else None
-        if opp is not None and not opp.active:
-            opp = None
         # asks by partition in FIFO order (a node sees only its partition's asks), sorted once per batch: each
         # node's list is then already in the order FIFO, Delay, ACL and CLQLMRS visit asks (FifoOrdered)
         order = [b.index for b in sorted(asks, key=lambda b: _FIFO_KEY(b.ask))]
+        rank = None
+        if self.fast:
+            rank = np.empty(n_asks, dtype=np.int64)
+            rank[order] = np.arange(n_asks, dtype=np.int64)
+        opp = BatchOpportunities(engine.state.opportunities, asks, rank) if shared else None
+        if opp is not None and not opp.active:
+            opp = None
         part_index = {p: np.fromiter((i for i in order if asks[i].partition == p), dtype=np.int64)
                       for p in {b.partition for b in asks}}
         views = self.views
@@ -763,8 +767,13 @@ class BatchOpportunities:
     Not used (`active` False; the per-node path counts) when an ask has extra resource types, two asks share a
     key, or the batch's asks could push the tracker past its bound (its LRU eviction would then differ)."""
 
-    def __init__(self, tracker: OpportunityTracker | None, asks: list[BatchAsk]):
+    def __init__(self, tracker: OpportunityTracker | None, asks: list[BatchAsk], rank: np.ndarray | None = None):
+        """`rank`: each ask's position in FIFO order (every node's list is in that order), given in fast mode: a
+        node's offer then stamps its asks with the node's number, and flush orders touches by (node, rank), as the
+        per-ask sequence numbers did; a node's columns' sizes are sliced once per list, not per node."""
         self.tracker = tracker
+        self.rank = rank
+        self._cols = None
         self.keys = [b.ask.key for b in asks]
         n = len(asks)
         self.active = (tracker is not None and n > 0 and not any(b.ask.resource.extra for b in asks)
@@ -790,6 +799,22 @@ class BatchOpportunities:
 
     def offer(self, cols: np.ndarray, views: list[Ask], free: Resource) -> None:
         """OpportunityTracker.offer for a node whose list holds the asks of columns `cols`, in order (`views`)."""
+        if self.rank is not None:
+            if cols is not self._cols:  # the partition's list (the same array while no ask of it ran out)
+                self._cols = cols
+                self._slices = (self.no_memory[cols], self.memory[cols], self.no_vcores[cols], self.vcores[cols])
+            no_memory, memory, no_vcores, vcores = self._slices
+            fits = no_memory | (memory <= free.memory_mb)
+            if free.compared != _MEMORY_ONLY:
+                fits &= no_vcores | (vcores <= free.vcores)
+            counts = self.counts
+            counts[cols] += fits  # (a list holds each ask once)
+            self.touch[cols] = self.seq
+            self.seq += 1
+            assert len(views) == cols.size, "a node's list and its columns differ"
+            for view, c in zip(views, counts[cols].tolist()):
+                view.scheduling_opportunities = c
+            return
         fits = self.no_memory[cols] | (self.memory[cols] <= free.memory_mb)
         if free.compared != _MEMORY_ONLY:
             fits &= self.no_vcores[cols] | (self.vcores[cols] <= free.vcores)
@@ -816,7 +841,11 @@ class BatchOpportunities:
             return
         tracked = self.tracker._counts
         keys, counts = self.keys, self.counts
-        for c in touched[np.argsort(touch[touched], kind="stable")].tolist():
+        if self.rank is not None:
+            touched = touched[np.lexsort((self.rank[touched], touch[touched]))]
+        else:
+            touched = touched[np.argsort(touch[touched], kind="stable")]
+        for c in touched.tolist():
             key = keys[c]
             tracked.pop(key, None)
             tracked[key] = int(counts[c])
