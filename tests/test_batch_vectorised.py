@@ -11,6 +11,7 @@ host (the learner's by-host lookup): the Q-tables end bit-identical."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import deque
 from pathlib import Path
@@ -304,3 +305,95 @@ def test_candidate_state_as_before():
         assert candidate_state(ask, node) == reference_candidate_state(ask, node)
         counts = state_counts(ask, node)
         assert candidate_state(ask, node, counts) == reference_candidate_state(ask, node, counts)
+
+
+# ------------------------------------------------------------------ Report events
+
+def reference_decode_event(ev, where="event"):
+    """codec.decode_event as before issue 24 (a dict of keyword arguments per event)."""
+    from policy_engine import codec
+
+    kind = ev.WhichOneof("kind")
+    if kind is None:
+        raise codec.InvalidRequest(f"{codec._where(where)}: no event kind set")
+    cls = codec.EVENT_TYPES.get(kind)
+    if cls is None:
+        raise codec.InvalidRequest(f"{codec._where(where)}: event kind {kind!r} is not supported by this engine")
+    msg = getattr(ev, kind)
+    values = {}
+    for name, how in codec._event_spec(kind, msg):
+        v = getattr(msg, name)
+        if how:
+            if how == codec._RACK_CACHED:
+                v = v if msg.HasField("rack_cached") else None
+            elif how == codec._LOCALITY:
+                loc = codec._LOCALITIES.get(v)
+                if loc is None:
+                    raise codec.InvalidRequest(f"{codec._where(where)}.{kind}.locality: unknown locality {v}")
+                v = loc
+            elif how == codec._TOTAL:
+                v = codec._resource(v, f"{codec._where(where)}.{kind}.total")
+            else:
+                v = codec._finite(v, f"{codec._where(where)}.{kind}.{name}")
+        values[name] = v
+    return cls(timestamp_ms=ev.timestamp_ms, decision_id=ev.decision_id, **values)
+
+
+def test_report_events_decode_as_before():
+    """Every event kind, valid and not (unknown locality, NaN, a negative total, no kind): the same events, or the
+    same refusal, as the keyword-argument decoder."""
+    from policy_engine.codec import InvalidRequest, decode_event, decode_events, encode_event
+    from policy_engine.proto import pb
+    from policy_engine.types import EVENT_TYPES
+
+    rng = random.Random(11)
+    messages = []
+    for _ in range(400):
+        cls = rng.choice(list(EVENT_TYPES.values()))
+        values = {}
+        for f in dataclasses.fields(cls):
+            if f.name == "locality":
+                values[f.name] = rng.choice(list(Locality))
+            elif f.name == "rack_cached":
+                values[f.name] = rng.choice([None, True, False])
+            elif f.name == "total":
+                values[f.name] = Resource(rng.randrange(8192), rng.randrange(8))
+            elif f.type in ("str", str):
+                values[f.name] = rng.choice(["", "x", f"h{rng.randrange(99)}:8041", "application_1_0001"])
+            elif f.type in ("float", float):
+                values[f.name] = rng.choice([0.0, 1.5, 3e9])
+            elif f.type in ("bool", bool):
+                values[f.name] = rng.random() < 0.5
+            else:
+                values[f.name] = rng.randrange(1 << 20)
+        msg = encode_event(cls(**values))
+        spoil = rng.random()
+        body = getattr(msg, cls.kind)
+        if spoil < 0.1 and "locality" in body.DESCRIPTOR.fields_by_name:
+            body.locality = 99
+        elif spoil < 0.2 and "runtime" in body.DESCRIPTOR.fields_by_name:
+            body.runtime = float("nan")
+        elif spoil < 0.3 and "total" in body.DESCRIPTOR.fields_by_name:
+            body.total.memory_mb = -1
+        elif spoil < 0.33:
+            msg = pb.Event(timestamp_ms=5)
+        messages.append(pb.Event.FromString(msg.SerializeToString()))
+    refused = 0
+    for i, m in enumerate(messages):
+        try:
+            want = reference_decode_event(m, i)
+        except InvalidRequest as e:
+            refused += 1
+            with pytest.raises(InvalidRequest) as got:
+                decode_event(m, i)
+            assert str(got.value) == str(e)
+            continue
+        got = decode_event(m, i)
+        assert type(got) is type(want) and got == want and got.timestamp_ms == want.timestamp_ms \
+            and got.decision_id == want.decision_id
+    assert 20 <= refused <= 200
+    ok = [m for m in messages if m.WhichOneof("kind")]
+    try:
+        decode_events(ok)
+    except InvalidRequest:
+        pass  # an invalid one among them: refused as a whole, as before
