@@ -17,8 +17,9 @@ arrival to its answer (the wait in the batcher included).
 
 Part 3 (--in-process): the engine's own work without gRPC, in this process, per phase: parse + decode a
 ScheduleBatchRequest, decide (BatchScheduler), encode the answer, and Report (the plugin's ContainerStarted and
-ContainerFinished events for the engine's placements and, as many again, for containers placed natively on other
-nodes, as in plugin_scale's runs; the learner runs inline, so its CPU is counted), at --in-process-batch-sizes nodes
+ContainerFinished events for the engine's placements and for a quarter as many containers placed natively on other
+nodes (fallbacks, ApplicationMasters), parsed and decoded from a ReportRequest's bytes as the server does; the learner
+runs inline, so its CPU is counted), at --in-process-batch-sizes nodes
 per batch (plugin_scale at 10,000 nodes sent ~57 nodes per batch on the FIFO scheduler, ~7 with CapacityScheduler's
 asynchronous scheduling); --profile-dir writes a cProfile summary per policy and batch size there.
 
@@ -308,6 +309,7 @@ def run_in_process(policy_name: str, nodes: int, tasks: int, nodes_per_batch: in
     engine's caches and are not counted. `fast` False: the batch path as it was before issue 24's vectorising
     (BatchScheduler(fast=False)), for the before/after figures."""
     from policy_engine.batch import BatchScheduler, encode_batch_decision_bytes, parse_batch_request
+    from policy_engine.codec import decode_events, encode_event
     from policy_engine.engine import Engine as InProcessEngine, EngineMetrics
     from policy_engine.policy import create
     from policy_engine.types import ContainerFinished, ContainerStarted
@@ -354,7 +356,7 @@ def run_in_process(policy_name: str, nodes: int, tasks: int, nodes_per_batch: in
                                                 node_id=r.node_id, locality=a.locality))
                     running.append((f"c{container}", app, r.node_id))
                     engine_placed += 1
-        for _ in range(engine_placed):  # as many placed natively (fallbacks, AMs) on other nodes
+        for _ in range(engine_placed // 4):  # a quarter as many placed natively (fallbacks, AMs) on other nodes
             container += 1
             app = f"application_1_{rng.randrange(wl.apps):04d}"
             node_id = f"{wl.hosts[rng.randrange(wl.nodes)]}:8041"
@@ -367,10 +369,10 @@ def run_in_process(policy_name: str, nodes: int, tasks: int, nodes_per_batch: in
         return out
 
     phases = {"decode": 0.0, "decide": 0.0, "encode": 0.0, "report": 0.0}
-    decisions = containers = 0
+    decisions = containers = reported = 0
 
     def one(data: bytes) -> None:
-        nonlocal decisions, containers
+        nonlocal decisions, containers, reported
         c0 = time.process_time()
         batch = batcher.decode(parse_batch_request(data), data)
         c1 = time.process_time()
@@ -380,21 +382,23 @@ def run_in_process(policy_name: str, nodes: int, tasks: int, nodes_per_batch: in
         c3 = time.process_time()
         follow(decision)
         events = events_for(decision)
+        report = pb.ReportRequest(events=[encode_event(e) for e in events]).SerializeToString()
         c4 = time.process_time()
-        engine.report(events)
+        engine.report(decode_events(pb.ReportRequest.FromString(report).events))
         c5 = time.process_time()
         phases["decode"] += c1 - c0
         phases["decide"] += c2 - c1
         phases["encode"] += c3 - c2
         phases["report"] += c5 - c4
         decisions += len(decision.results)
+        reported += len(events)
         containers += sum(a.count for r in decision.results for a in r.assignments)
 
     for k in range(warm):
         one(next_batch(k))
     for k in phases:
         phases[k] = 0.0
-    decisions = containers = 0
+    decisions = containers = reported = 0
     profiler = None
     if profile is not None:
         import cProfile
@@ -421,6 +425,7 @@ def run_in_process(policy_name: str, nodes: int, tasks: int, nodes_per_batch: in
     total = sum(phases.values())
     return {"policy": policy_name, "mode": "in-process" if fast else "in-process-before", "decisions": decisions,
             "nodes_per_call": nodes_per_batch, "batches": batches, "warm_up_batches": warm, "containers": containers,
+            "report_events_per_decision": round(reported / max(decisions, 1), 2),
             "engine_cpu_us_per_decision": round(total / max(decisions, 1) * 1e6, 2), **per,
             "decisions_per_s": round(decisions / wall, 1) if wall else 0.0, "engine_cores": 1.0,
             "latency_p50_ms": float("nan"), "latency_p99_ms": float("nan"), "profiled": profile is not None}
