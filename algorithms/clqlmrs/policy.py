@@ -206,7 +206,13 @@ class ClqlmrsPolicy(Policy):
         # that candidate changes, so it is worked out once per candidate and again only after its own placement
         # (each round used to redo it for every candidate before the one placed)
         memo: list[tuple | None] = [None] * len(learned)
+        floor = memory_floor(obs.asks)
         while learned:
+            if free.memory_mb < floor:
+                # nothing left fits (FifoOrdered.memory_floor): every candidate would fail fits_in below and drop
+                # its pending choice, as here, without a test per candidate
+                decided.clear()
+                break
             best, best_q = -1, -math.inf
             for i, c in enumerate(learned):
                 if not c.ask.resource.fits_in(free):
