@@ -50,7 +50,38 @@ CLQLMRS_MODEL = ROOT / "models" / "clqlmrs-mini.safetensors"
 # ------------------------------------------------------------------ the reference: CLQLMRS as it was
 
 class ReferenceClqlmrs(ClqlmrsPolicy):
-    """CLQLMRS with its candidate loop as before issue 24 (placement and state redone every round)."""
+    """CLQLMRS with its candidate loop as before issue 24 (every candidate built up front; placement and state
+    redone every round)."""
+
+    def decide(self, obs):
+        from policy_engine.locality import AskOnNode, place
+        from policy_engine.policies.fifo import fifo_order, memory_floor
+        from policy_engine.types import ScheduleDecision
+
+        from algorithms.clqlmrs.encoding import has_locality_preference, rng_for
+        from algorithms.clqlmrs.policy import _Candidate
+
+        view = self.model.view
+        node = obs.node
+        free = node.unallocated
+        out = []
+        learned = []
+        floor = memory_floor(obs.asks)
+        for ask in fifo_order(obs.asks):
+            if free.memory_mb < floor:
+                break
+            if ask.num_containers <= 0:
+                continue
+            if has_locality_preference(ask):
+                learned.append(_Candidate(ask, node))
+                continue
+            free, _ = place(out, AskOnNode(ask, node), free)
+        rng = rng_for(self.config.seed, obs) if view.epsilon > 0 else None
+        if self.model.encoding.mode == "paper":
+            steps = self._paper(obs, view, learned, free, out, rng)
+        else:
+            steps = self._abstract(obs, view, learned, free, out, rng)
+        return ScheduleDecision(out), steps
 
     def _abstract(self, obs, view, learned, free, out, rng):
         import math

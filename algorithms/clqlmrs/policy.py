@@ -178,26 +178,30 @@ class ClqlmrsPolicy(Policy):
         node = obs.node
         free = node.unallocated
         out: list[Assignment] = []
-        learned: list[_Candidate] = []
+        learned: list = []  # the asks with a locality preference (has_locality_preference, inlined: per ask)
         floor = memory_floor(obs.asks)
         for ask in fifo_order(obs.asks):
             if free.memory_mb < floor:
                 break  # nothing left fits (FifoOrdered.memory_floor): no placement, no candidate to look at
             if ask.num_containers <= 0:
                 continue
-            if has_locality_preference(ask):
-                learned.append(_Candidate(ask, node))
+            job = ask.job
+            if (job is not None and job.input_blocks) or ask.names_places:
+                learned.append(ask)
                 continue
             free, _ = place(out, AskOnNode(ask, node), free)  # no input to be local to: FIFO's placement
         rng = rng_for(self.config.seed, obs) if view.epsilon > 0 else None
         if self.model.encoding.mode == "paper":
-            steps = self._paper(obs, view, learned, free, out, rng)
+            steps = self._paper(obs, view, [_Candidate(ask, node) for ask in learned], free, out, rng)
         else:
             steps = self._abstract(obs, view, learned, free, out, rng)
         return ScheduleDecision(out), steps
 
     def _abstract(self, obs, view: ModelView, learned, free, out, rng) -> list[Step]:
+        """`learned`: the asks with a locality preference, in FIFO order; each becomes a _Candidate when first
+        looked at (most are not: the first PLACE ends a round, a full node ends the decision)."""
         q, enc, node, cfg = view.q, self.model.encoding, obs.node, self.config
+        cands: list[_Candidate | None] = [None] * len(learned)
         epsilon = view.epsilon
         num_nodes = obs.cluster.num_nodes or 1
         decided: dict[int, tuple[int, int, LocalityState, Locality]] = {}
@@ -214,22 +218,25 @@ class ClqlmrsPolicy(Policy):
                 decided.clear()
                 break
             best, best_q = -1, -math.inf
-            for i, c in enumerate(learned):
-                if not c.ask.resource.fits_in(free):
+            for i, ask in enumerate(learned):
+                if not ask.resource.fits_in(free):
                     decided.pop(i, None)
                     continue
                 m = memo[i]
                 if m is None:
+                    c = cands[i]
+                    if c is None:
+                        c = cands[i] = _Candidate(ask, node)
                     cs = placement(c.view, node, c.counts)
                     m = memo[i] = (cs, None if cs is None else
-                                   enc.encode(cs[0], c.cached, c.ask.scheduling_opportunities, num_nodes, node))
+                                   enc.encode(cs[0], c.cached, ask.scheduling_opportunities, num_nodes, node))
                 cs, s = m
                 if cs is None:
                     decided.pop(i, None)
                     continue
                 prev = decided.get(i)
                 if prev is None or prev[0] != s:
-                    if c.ask.scheduling_opportunities >= cfg.max_wait * num_nodes:
+                    if ask.scheduling_opportunities >= cfg.max_wait * num_nodes:
                         a = PLACE  # liveness: no table, learned or not, keeps a job waiting forever
                     elif rng is not None and rng.random() < epsilon:
                         a = PLACE if rng.random() < 0.5 else WAIT
@@ -244,7 +251,7 @@ class ClqlmrsPolicy(Policy):
                         best, best_q = i, q[s, PLACE]
             if best < 0:
                 break
-            c = learned[best]
+            c = cands[best]
             memo[best] = None
             s, _, state, level = decided.pop(best)
             if c.counts[state] > 0:
@@ -256,7 +263,7 @@ class ClqlmrsPolicy(Policy):
                               c.n_tasks))
         for i, (s, a, state, _) in decided.items():
             if a == WAIT:
-                c = learned[i]
+                c = cands[i]
                 steps.append(Step(c.ask.application_id, node.node_id, s, WAIT, state, state == LocalityState.CRL,
                                   c.n_tasks, place=False))
         return steps
