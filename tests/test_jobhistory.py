@@ -153,3 +153,20 @@ def test_docker_lab_reports_a_missing_history_without_failing_the_run():
     assert "no history file" in results[0]["phases_error"]
     run = rl.summarize_run(results)
     assert "phases" not in run and run["phases_errors"] == [results[0]["phases_error"]]
+
+
+def test_a_history_file_from_the_container_cluster():
+    """A real file: WordCount over 3 small files on the 2-worker container cluster (Hadoop 3.5.0, submitted with
+    -D mapreduce.jobhistory.jhist.format=json; tests/data/jobhistory/)."""
+    import gzip
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "jobhistory" / "wordcount-3maps-container-cluster.jhist.gz"
+    job = parse_jhist(gzip.decompress(path.read_bytes()).decode())
+    assert (job.job_id, job.status, job.total_maps, job.total_reduces) == ("job_1795783544643_0001", "SUCCEEDED", 3, 1)
+    p = phases(job)
+    assert (p["maps"], p["reduces"], p["data_local_maps"]) == (3, 1, 3)
+    for k in ("am_startup_s", "first_map_s", "map_s", "shuffle_tail_s", "reduce_s", "commit_s"):
+        assert 0 <= p[k] < 60, (k, p[k])
+    # the phases on the job's critical path add up to no more than the job itself
+    assert p["am_startup_s"] + p["first_map_s"] + p["map_s"] <= (job.finish_ms - job.submit_ms) / 1000
