@@ -437,36 +437,43 @@ def csv(cast):
 
 async def main_async(args) -> dict:
     wl = Workload(args.nodes, args.tasks)
+    parts = set(args.parts)
     singles = [wl.single(i, 1000 + k) for k, i in enumerate(wl.sample(400))]
     batch_pools = {n: [(wl.batch(wl.sample(n), 2000 + k), min(n, wl.nodes)) for k in range(max(4, 2000 // n))]
                    for n in args.batch_sizes}
-    cycle_pool = [(wl.batch(list(range(wl.nodes)), 3000), wl.nodes)]
-    scale_wl = {n: Workload(n, args.tasks, seed=1) for n in args.scale}
+    cycle_pool = [(wl.batch(list(range(wl.nodes)), 3000), wl.nodes)] if "cycle" in parts else []
+    scale_wl = {n: Workload(n, args.tasks, seed=1) for n in args.scale} if "scale" in parts else {}
     rows = []
     for policy in args.policies:
         engine = Engine(policy)
         try:
             await run_batches(engine, batch_pools[args.batch_sizes[0]], 0.3, "warm-up")
-            r = await run_unary(engine, singles, args.seconds)
-            rows.append({"policy": policy, **r})
-            log(rows[-1])
-            r = await run_stream(engine, singles, args.seconds)
-            rows.append({"policy": policy, **r})
-            log(rows[-1])
-            for n in args.batch_sizes:
+            if "unary" in parts:
+                r = await run_unary(engine, singles, args.seconds)
+                rows.append({"policy": policy, **r})
+                log(rows[-1])
+            if "stream" in parts:
+                r = await run_stream(engine, singles, args.seconds)
+                rows.append({"policy": policy, **r})
+                log(rows[-1])
+            for n in (args.batch_sizes if "batch" in parts else []):
                 r = await run_batches(engine, batch_pools[n], args.seconds, f"batch-{n}")
                 rows.append({"policy": policy, **r})
                 log(rows[-1])
-            r = await run_batches(engine, cycle_pool, 0.0, "cycle")
-            rows.append({"policy": policy, **r})
-            log(rows[-1])
-            for n in args.scale:
+            if "cycle" in parts:
+                r = await run_batches(engine, cycle_pool, 0.0, "cycle")
+                rows.append({"policy": policy, **r})
+                log(rows[-1])
+            for n in (args.scale if "scale" in parts else []):
                 r = await run_microbatching(engine, scale_wl[n], args.scale_seconds, args.flush_nodes, args.flush_ms)
                 rows.append({"policy": policy, **r})
                 log(rows[-1])
         finally:
             await engine.close()
-    return {"results": rows, "nodes": args.nodes, "asks": wl.apps, "tasks_per_ask": args.tasks,
+    import policy_engine
+
+    return {"results": rows, "code": str(Path(policy_engine.__file__).resolve().parent.parent), "nodes": args.nodes,
+            "asks": wl.apps, "tasks_per_ask": args.tasks,
             "goal_engine_cpu_us": GOAL_CPU_US, "load_average_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
@@ -551,6 +558,8 @@ def main(argv=None) -> int:
     p.add_argument("--scale-seconds", type=float, default=8.0, help="per cluster size of part 2 (default 8)")
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--json", action="store_true", help="only the JSON line on stdout")
+    p.add_argument("--parts", type=csv(str), default=["unary", "stream", "batch", "cycle", "scale"],
+                   help="which paths to measure over gRPC (default all: unary,stream,batch,cycle,scale)")
     p.add_argument("--in-process", action="store_true",
                    help="part 3 only: the engine's work per decision by phase, in this process, no gRPC")
     p.add_argument("--in-process-batch-sizes", type=csv(int), default=[7, 57, 512],
