@@ -172,7 +172,7 @@ def cmd_serve(args) -> int:
                           grace_s=args.grace, webhdfs=args.webhdfs, webhdfs_ttl_s=args.webhdfs_ttl,
                           label_locality=args.label_locality, decision_log=args.decision_log,
                           log_rotate_mb=args.log_rotate_mb, reuse_port=args.workers > 1 or args.reuse_port,
-                          security=security, model_path=args.model,
+                          security=security, model_path=args.model, tune_gc=True,
                           rebuild=lambda path: build_policy(args.policy, path, options),
                           watch_s=args.watch_interval if args.watch else None,
                           forward_sighup=tuple(w.pid for w in workers), deeprm=deeprm,

@@ -13,6 +13,7 @@ port under the same policy. SIGHUP (or --watch) reloads the --model file in plac
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import logging
 import os
@@ -404,6 +405,9 @@ def warm_up_observation() -> ScheduleObservation:
                                cluster=ClusterSummary(4, 2, Resource(16384, 16), Resource(8192, 8)))
 
 
+GC_THRESHOLD = (20_000, 10, 10)  # gc.set_threshold for `policy-engine serve` (tune_gc)
+
+
 def warm_up(policy: Policy, rounds: int = 3) -> float:
     """Run the decision path once before serving: message codec, the policy's decision, the safety clip. A fresh
     engine's first decision otherwise pays lazy imports and first-call set-up (tens of milliseconds on a loaded
@@ -437,7 +441,7 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
                 model_path: str | None = None, rebuild=None, watch_s: float | None = None,
                 forward_sighup: tuple[int, ...] = (), deeprm=None, ui_port: int | None = None,
                 ui_host: str = "127.0.0.1", ui_tls: tuple[str, str] | None = None,
-                rm_address: str | None = None) -> None:
+                rm_address: str | None = None, tune_gc: bool = False) -> None:
     """Run until SIGTERM/SIGINT (or until the task is cancelled).
 
     `webhdfs`: NameNode HTTP address; asks naming input paths without blocks get their HDFS block locations, and
@@ -449,6 +453,9 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     `model_path` + `rebuild(path) -> Policy`: SIGHUP reloads the model (and every `watch_s` seconds when the file
     changed); `forward_sighup`: pids (the other --workers) that get the SIGHUP too.
     `deeprm`: algorithms.deeprm.view.DeepRMViewConfig for DeepRM's policies (time step, node or pooled image).
+    `tune_gc`: once warmed up, freeze what exists into the collector's permanent generation and collect the
+    youngest generation every GC_THRESHOLD[0] allocations (the `policy-engine serve` process; not for an engine
+    embedded in another process).
     `ui_port`: serve the live console (policy_engine.console) on `ui_host`, on its own thread, with the engine's
     token and `ui_tls` (cert, key files); `rm_address`: the RM's web address the console reads the plugin's JMX from.
     """
@@ -509,6 +516,13 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
                                        certfile=ui_tls[0] if ui_tls else None, keyfile=ui_tls[1] if ui_tls else None)
     warmed = warm_up(policy)
     log.info("decision path warmed up in %.1f ms", warmed * 1000)
+    if tune_gc:
+        # Python's default (700 allocations per young collection) made full collections of the engine's heap
+        # (caches of decoded asks and node views, a learner's state) every few seconds at 10,000 nodes, 40-65 ms
+        # each with the event loop stopped, and ~4 % of its CPU (benchmarks/README.md, issue 24's vectorising)
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLD)
     await server.start()
     if engine.learner is not None and hasattr(engine.learner, "describe"):
         print(f"policy-engine: {engine.learner.describe()}", flush=True)
