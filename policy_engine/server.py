@@ -453,9 +453,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     `model_path` + `rebuild(path) -> Policy`: SIGHUP reloads the model (and every `watch_s` seconds when the file
     changed); `forward_sighup`: pids (the other --workers) that get the SIGHUP too.
     `deeprm`: algorithms.deeprm.view.DeepRMViewConfig for DeepRM's policies (time step, node or pooled image).
-    `tune_gc`: once warmed up, freeze what exists into the collector's permanent generation and collect the
-    youngest generation every GC_THRESHOLD[0] allocations (the `policy-engine serve` process; not for an engine
-    embedded in another process).
+    `tune_gc`: once warmed up, collect the youngest generation every GC_THRESHOLD[0] allocations instead of
+    Python's 700 (the `policy-engine serve` process; not for an engine embedded in another process).
     `ui_port`: serve the live console (policy_engine.console) on `ui_host`, on its own thread, with the engine's
     token and `ui_tls` (cert, key files); `rm_address`: the RM's web address the console reads the plugin's JMX from.
     """
@@ -519,9 +518,8 @@ async def serve(policy: Policy, host: str = "127.0.0.1", port: int = 50051, metr
     if tune_gc:
         # Python's default (700 allocations per young collection) made full collections of the engine's heap
         # (caches of decoded asks and node views, a learner's state) every few seconds at 10,000 nodes, 40-65 ms
-        # each with the event loop stopped, and ~4 % of its CPU (benchmarks/README.md, issue 24's vectorising)
-        gc.collect()
-        gc.freeze()
+        # each with the event loop stopped, and ~4 % of its CPU (benchmarks/README.md, issue 24's vectorising).
+        # (No gc.freeze(): a model replaced by a reload would then never be collected if it holds cycles.)
         gc.set_threshold(*GC_THRESHOLD)
     await server.start()
     if engine.learner is not None and hasattr(engine.learner, "describe"):
