@@ -340,6 +340,7 @@ def run_in_process(policy_name: str, nodes: int, tasks: int, nodes_per_batch: in
         for ask_id, n in pending.items():
             if n < tasks // 2:
                 pending[ask_id] = tasks
+
     running: list[tuple[str, str, str]] = []  # (container, application, node) started and not yet finished
     container = 0
 
@@ -428,7 +429,7 @@ def run_in_process(policy_name: str, nodes: int, tasks: int, nodes_per_batch: in
             "report_events_per_decision": round(reported / max(decisions, 1), 2),
             "engine_cpu_us_per_decision": round(total / max(decisions, 1) * 1e6, 2), **per,
             "decisions_per_s": round(decisions / wall, 1) if wall else 0.0, "engine_cores": 1.0,
-            "latency_p50_ms": float("nan"), "latency_p99_ms": float("nan"), "profiled": profile is not None}
+            "latency_p50_ms": None, "latency_p99_ms": None, "profiled": profile is not None}
 
 
 def csv(cast):
@@ -509,7 +510,11 @@ def log(row) -> None:
         row = (f"{row['policy']:<8} {row['mode']:<12} nodes/call {row.get('nodes_per_call', 1):>6} "
                + (f"(cluster {row['nodes']}) " if "nodes" in row else "")
                + f"{row['decisions_per_s']:>9.0f} dec/s  engine {row['engine_cpu_us_per_decision']:>7.1f} us/dec "
-               f"({row['engine_cores']:.2f} cores)  p50 {row['latency_p50_ms']:.2f} ms  p99 {row['latency_p99_ms']:.2f} ms")
+               f"({row['engine_cores']:.2f} cores)"
+               + (f"  p50 {row['latency_p50_ms']:.2f} ms  p99 {row['latency_p99_ms']:.2f} ms"
+                  if row.get("latency_p50_ms") is not None else
+                  f"  decode {row['decode_us_per_decision']:.1f} / decide {row['decide_us_per_decision']:.1f} / "
+                  f"encode {row['encode_us_per_decision']:.1f} / report {row['report_us_per_decision']:.1f} us"))
     print(row, file=PROGRESS, flush=True)
 
 
