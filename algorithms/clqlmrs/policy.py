@@ -45,7 +45,6 @@ from algorithms.clqlmrs.encoding import (
     LocalityState,
     Step,
     cached_fraction,
-    has_locality_preference,
     placement,
     read_locality,
     rng_for,
