@@ -646,7 +646,9 @@ class BatchScheduler:
                 for j, c in enumerate(pidx.tolist()):
                     cp[c] = j
                 col_pos[p] = cp
-            with_blocks = -1 if any(b.ask.job is not None and b.ask.job.input_blocks for b in asks) else 0
+            # (annotators may add blocks to a node's asks before the engine counts them: then the engine counts)
+            with_blocks = -1 if not shared or any(b.ask.job is not None and b.ask.job.input_blocks
+                                                  for b in asks) else 0
             item = count.item
             first_visit = self._rack_changes(batch, state, part_index, no_rack) if shared else {}
             dead_at_start = state.dead
