@@ -475,6 +475,7 @@ class BatchScheduler:
         self.rack_views: dict[tuple[str, str], tuple[np.ndarray, list[Ask], list[Ask]]] = {}
         self.max_views = max_views
         self._lr: dict[tuple[str, int, bool], LocalityRequest] = {}
+        self._last_order: tuple | None = None  # (signature, _asks_order's result) of the last batch's asks
 
     def decode(self, req: pb.ScheduleBatchRequest, data: bytes | None = None) -> ScheduleBatch:
         """`data`: the request's bytes, when at hand (the server): the asks' cache keys are cut from them."""
@@ -534,6 +535,34 @@ class BatchScheduler:
                 self.rack_views.clear()
             hit = self.cells[id(a)] = (a, [0])
         return hit[1]
+
+    def _asks_order(self, asks: list[BatchAsk]) -> tuple:
+        """(order, rank, part_index, col_pos, any_blocks) of a batch's asks: their columns in FIFO order, each
+        column's FIFO rank, each partition's columns in FIFO order, each column's position in its partition's list
+        (-1: another partition), whether any ask has input blocks. All depend only on the decoded asks and their
+        partitions, which consecutive batches mostly share (an ask keeps its decoded form while only its count
+        changes): kept for the last batch's asks and reused when they come again in the same columns."""
+        signature = [(b.ask, b.partition) for b in asks]  # (holds the asks: their ids stay theirs meanwhile)
+        last = self._last_order
+        if last is not None and len(last[0]) == len(signature) and all(
+                x[0] is y[0] and x[1] == y[1] for x, y in zip(last[0], signature)):
+            return last[1]
+        n = len(asks)
+        order = [b.index for b in sorted(asks, key=lambda b: _FIFO_KEY(b.ask))]
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n, dtype=np.int64)
+        part_index = {p: np.fromiter((i for i in order if asks[i].partition == p), dtype=np.int64)
+                      for p in {b.partition for b in asks}}
+        col_pos: dict[str, list[int]] = {}
+        for p, pidx in part_index.items():
+            cp = [-1] * n
+            for j, c in enumerate(pidx.tolist()):
+                cp[c] = j
+            col_pos[p] = cp
+        any_blocks = any(b.ask.job is not None and b.ask.job.input_blocks for b in asks)
+        static = (order, rank, part_index, col_pos, any_blocks)
+        self._last_order = (signature, static)
+        return static
 
     def _rack_changes(self, batch: ScheduleBatch, state: BatchState, part_index: dict[str, np.ndarray],
                       no_rack: np.ndarray) -> dict[tuple[str, str], tuple[np.ndarray, list[int] | None]]:
@@ -600,19 +629,21 @@ class BatchScheduler:
                 b.cell[0] = b.any
         state = BatchState(asks, table, live_counts=shared)
         by_id = {b.ask.ask_id: b for b in asks}
-        # Delay, ACL, CLQLMRS: the batch's missed-opportunity counts as one array (needs the live views)
         # asks by partition in FIFO order (a node sees only its partition's asks), sorted once per batch: each
         # node's list is then already in the order FIFO, Delay, ACL and CLQLMRS visit asks (FifoOrdered)
-        order = [b.index for b in sorted(asks, key=lambda b: _FIFO_KEY(b.ask))]
-        rank = None
-        if self.fast:
-            rank = np.empty(n_asks, dtype=np.int64)
-            rank[order] = np.arange(n_asks, dtype=np.int64)
+        fast = self.fast
+        static = self._asks_order(asks) if fast else None
+        if static is not None:
+            order, rank, part_index, col_pos, any_blocks = static
+        else:
+            order = [b.index for b in sorted(asks, key=lambda b: _FIFO_KEY(b.ask))]
+            rank = None
+            part_index = {p: np.fromiter((i for i in order if asks[i].partition == p), dtype=np.int64)
+                          for p in {b.partition for b in asks}}
+        # Delay, ACL, CLQLMRS: the batch's missed-opportunity counts as one array (needs the live views)
         opp = BatchOpportunities(engine.state.opportunities, asks, rank) if shared else None
         if opp is not None and not opp.active:
             opp = None
-        part_index = {p: np.fromiter((i for i in order if asks[i].partition == p), dtype=np.int64)
-                      for p in {b.partition for b in asks}}
         views = self.views
         if len(views) >= self.max_views or not shared:
             views.clear()
@@ -626,7 +657,6 @@ class BatchScheduler:
         results: list[NodeResult] = []
         idle = 0
         no_rack = np.full(n_asks, -2, dtype=np.int64)
-        fast = self.fast
         if fast:
             # The asks each host row names with containers at the start of the batch, found by one numpy call
             # (bookings only lower counts, so the live count of these is read per node and nothing else can be
@@ -640,15 +670,8 @@ class BatchScheduler:
                 nz_r, nz_c = np.nonzero(count[rows] > 0)
                 for r, c in zip(rows[nz_r].tolist(), nz_c.tolist()):
                     named_cols.setdefault(r, []).append(c)
-            col_pos: dict[str, list[int]] = {}
-            for p, pidx in part_index.items():
-                cp = [-1] * n_asks
-                for j, c in enumerate(pidx.tolist()):
-                    cp[c] = j
-                col_pos[p] = cp
             # (annotators may add blocks to a node's asks before the engine counts them: then the engine counts)
-            with_blocks = -1 if not shared or any(b.ask.job is not None and b.ask.job.input_blocks
-                                                  for b in asks) else 0
+            with_blocks = -1 if not shared or any_blocks else 0
             item = count.item
             first_visit = self._rack_changes(batch, state, part_index, no_rack) if shared else {}
             dead_at_start = state.dead
