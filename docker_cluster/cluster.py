@@ -690,6 +690,14 @@ def main(argv: list[str] | None = None) -> int:
     fed.add_argument("--workers-per-subcluster", type=int, default=1, help="workers per sub-cluster (default 1)")
     fed.add_argument("--router-set", action="append", default=[], metavar="KEY=VALUE",
                      help="a Router property, e.g. yarnrl.federation.pad-clusters=5 (repeatable)")
+    fed.add_argument("--amrmproxy", action="store_true",
+                     help="DSRAP across sub-clusters: every NodeManager runs the AMRMProxy with Hadoop's "
+                          "FederationInterceptor and the yarn-rl AMRMProxy policy, which splits each "
+                          "ApplicationMaster's asks between its home sub-cluster and the others as the DSRAP engine "
+                          "decides (default: off, every job wholly in the sub-cluster the Router chose)")
+    fed.add_argument("--amrmproxy-policy", default="sdl", metavar="POLICY",
+                     help="the engine policy that splits the asks (default %(default)s); served by the engine "
+                          "container when --policy is the same, else by a second one (dsrap)")
     fed.add_argument("--model", help="the engine's model file, under --models-dir")
     fed.add_argument("--models-dir", help="host directory mounted read-only at /models in the engine (default: models/)")
     for opt, default in (("--nn-port", NN_HTTP_PORT), ("--rm-port", RM_HTTP_PORT),
@@ -722,6 +730,7 @@ def main(argv: list[str] | None = None) -> int:
                 sc_memory_mb=[int(x) for x in args.sc_memory.split(",") if x.strip()],
                 router_settings=args.router_set,
                 subcluster_ids=[x.strip() for x in args.sc_ids.split(",") if x.strip()],
+                amrmproxy=args.amrmproxy, amrmproxy_policy=args.amrmproxy_policy,
                 models_dir=str(Path(args.models_dir or Path(__file__).resolve().parent.parent / "models").resolve()))
             t = time.monotonic()
             fed = federation.Federation(spec)
