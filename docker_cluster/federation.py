@@ -23,8 +23,8 @@ client's job.xml over its node's yarn-site, talks to its own sub-cluster's sched
 
 With `--amrmproxy` (FederationSpec.amrmproxy; off by default) every NodeManager runs the AMRMProxy with Hadoop's
 FederationInterceptor and the yarn-rl AMRMProxy policy (DSRAP across sub-clusters, org.yarnrl.federation.
-RlAMRMProxyPolicy): an ApplicationMaster's scheduler address is its own NodeManager (localhost:8049, final), the
-interceptor splits its asks as the DSRAP engine decides and runs an unmanaged AM in each neighbour sub-cluster that
+RlAMRMProxyPolicy): an ApplicationMaster's scheduler address is its own NodeManager (localhost:8049, from the
+client's yarn-site through job.xml), the interceptor splits its asks as the DSRAP engine decides and runs an unmanaged AM in each neighbour sub-cluster that
 gets a share. The engine serving the split (`--amrmproxy-policy`, default sdl) is the `engine` container when
 `--policy` names the same policy, else a second one:
 
@@ -149,6 +149,9 @@ class Federation(Cluster):
             ips[f"rm{k + 1}"] = f"{p}.{30 + k}"
         for i, h in enumerate(self.spec.worker_hosts()):
             ips[h] = f"{p}.{50 + i}"
+        if self.spec.amrmproxy:  # each sub-cluster id names its RM's host (see _amrmproxy_props)
+            for k, sc in enumerate(self.spec.sc_ids()):
+                ips[sc] = ips[f"rm{k + 1}"]
         return ips
 
     def _state_store_props(self) -> list[str]:
@@ -165,8 +168,14 @@ class Federation(Cluster):
         image's templates are unchanged)."""
         s = self.spec
         return [
-            # the ApplicationMaster (which reads the client's job.xml over this file) talks to its NodeManager
-            _prop("yarn.resourcemanager.scheduler.address", f"localhost:{AMRMPROXY_PORT}", final=True),
+            # The interceptor names the AMRM token of each RM it talks to (home, and the unmanaged AMs' in the
+            # neighbours) by this address, computed from its own configuration with the cluster id set to that
+            # sub-cluster (Hadoop's AMRMClientUtils.createRMProxy); the RPC client picks a token by the address it
+            # connects to (the state store's). With the RM's host name here every unmanaged AM's token would name
+            # the home RM, and a neighbour's RM refuses it ("Client cannot authenticate via:[TOKEN]"); with the
+            # cluster id, resolved as a host name of that sub-cluster's RM (_ips), each token names its own RM.
+            # Not final: an ApplicationMaster's job.xml sets localhost:8049 (the client's yarn-site), the AMRMProxy.
+            _prop("yarn.resourcemanager.scheduler.address", "${yarn.resourcemanager.cluster-id}:8030"),
             _prop("yarn.nodemanager.amrmproxy.enabled", "true"),
             _prop("yarn.nodemanager.amrmproxy.interceptor-class.pipeline", FEDERATION_INTERCEPTOR),
             _prop("yarn.federation.enabled", "true"),
@@ -217,6 +226,9 @@ class Federation(Cluster):
             env["YARNRL_YARN_EXTRA"] = "".join([
                 _prop("yarn.resourcemanager.address", f"router:{ROUTER_CLIENT_PORT}"),
                 _prop("yarn.federation.enabled", "false"),
+                # with AMRMProxy: a job's ApplicationMaster (reading this through job.xml) talks to its NodeManager
+                *([_prop("yarn.resourcemanager.scheduler.address", f"localhost:{AMRMPROXY_PORT}")]
+                  if s.amrmproxy else []),
             ])
         return env
 

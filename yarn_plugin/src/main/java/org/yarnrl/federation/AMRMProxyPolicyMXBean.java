@@ -48,5 +48,8 @@ public interface AMRMProxyPolicyMXBean {
 
   long getFallbacksInvalidAnswer();
 
+  /** Shares taken back home from a neighbour that had not answered within amrmproxy.neighbour-timeout-ms. */
+  long getFallbacksNeighbourSilent();
+
   long getFallbacksTotal();
 }

@@ -54,9 +54,12 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
   static final String ENABLED = RouterSettings.PREFIX + "amrmproxy.enabled";
   /** At most this many containers of one call become tasks of the view; the rest of a larger ask stays home. */
   static final String MAX_TASKS = RouterSettings.PREFIX + "amrmproxy.max-tasks";
+  /** A neighbour that has not answered an allocate call this long after getting a share gives it back home. */
+  static final String NEIGHBOUR_TIMEOUT_MS = RouterSettings.PREFIX + "amrmproxy.neighbour-timeout-ms";
 
   /** Why an ask went home whole instead of as the engine split it. */
-  enum Fallback { DISABLED, TIMEOUT, UNAVAILABLE, ERROR, BREAKER_OPEN, VERSION_MISMATCH, INVALID_ANSWER }
+  enum Fallback { DISABLED, TIMEOUT, UNAVAILABLE, ERROR, BREAKER_OPEN, VERSION_MISMATCH, INVALID_ANSWER,
+    NEIGHBOUR_SILENT }
 
   /**
    * Counters of one JVM's AMRMProxy policies, on the NodeManager's JMX as
@@ -174,6 +177,11 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
     }
 
     @Override
+    public long getFallbacksNeighbourSilent() {
+      return fallbacks(Fallback.NEIGHBOUR_SILENT);
+    }
+
+    @Override
     public long getFallbacksTotal() {
       long n = 0;
       for (AtomicLong v : fallbacks.values()) {
@@ -287,6 +295,10 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
   private RouterSettings settings;
   private boolean enabled;
   private int maxTasks;
+  private long neighbourTimeoutNanos;
+  /** When each sub-cluster last answered an allocate call, and since when a neighbour holds a share. */
+  private final Map<SubClusterId, Long> lastAnswerNanos = new ConcurrentHashMap<>();
+  private final Map<SubClusterId, Long> sharedSinceNanos = new HashMap<>();
   private Configuration conf;
   private final Map<SubClusterId, Resource> headroom = new ConcurrentHashMap<>();
   /** Per ANY ask: the count it was last split for and the split (sub-clusters that ever got a share stay in it). */
@@ -321,6 +333,18 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
       throw new FederationPolicyInitializationException(MAX_TASKS + " must be an integer in [1, 100000], got '"
           + mt + "'");
     }
+    String nt = conf.getTrimmed(NEIGHBOUR_TIMEOUT_MS, "30000");
+    long timeoutMs;
+    try {
+      timeoutMs = Long.parseLong(nt);
+    } catch (NumberFormatException e) {
+      timeoutMs = -1;
+    }
+    if (timeoutMs < 1000 || timeoutMs > 600_000) {
+      throw new FederationPolicyInitializationException(NEIGHBOUR_TIMEOUT_MS
+          + " must be an integer in [1000, 600000], got '" + nt + "'");
+    }
+    neighbourTimeoutNanos = timeoutMs * 1_000_000L;
     try {
       settings = RouterSettings.of(enabled ? conf : withoutEngine(conf));
     } catch (IllegalArgumentException e) {
@@ -343,6 +367,7 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
     if (subClusterId == null || response == null) {
       return;
     }
+    lastAnswerNanos.put(subClusterId, System.nanoTime());
     if (response.getAvailableResources() != null) {
       headroom.put(subClusterId, response.getAvailableResources());
     }
@@ -411,6 +436,14 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
         Map<SubClusterId, Integer> split = lastSplit.get(k);
         int shrink = before - n;
         trim(split, shrink - takeAllocated(k, split, shrink));
+        for (Map.Entry<SubClusterId, Integer> e : split.entrySet()) {
+          if (e.getValue() > 0 && silent(e.getKey())) { // e.g. its unmanaged AM never registered
+            split.merge(home, e.getValue(), Integer::sum);
+            fallback(Fallback.NEIGHBOUR_SILENT, e.getValue() + " containers of " + e.getKey()
+                + ", which has not answered for " + neighbourTimeoutNanos / 1_000_000 + " ms");
+            e.setValue(0);
+          }
+        }
         lastCount.put(k, n);
         COUNTERS.reusedSplits.incrementAndGet();
         emit(out, r, split);
@@ -437,7 +470,7 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
     }
     List<SubClusterId> neighbours = new ArrayList<>();
     for (SubClusterId id : loads.keySet()) {
-      if (!id.equals(home) && !timedOut.contains(id)) {
+      if (!id.equals(home) && !timedOut.contains(id) && !silent(id)) {
         neighbours.add(id);
       }
     }
@@ -577,6 +610,17 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
     return out;
   }
 
+  /** A neighbour holding a share that has not answered an allocate call within the neighbour timeout. */
+  private boolean silent(SubClusterId id) {
+    Long since = sharedSinceNanos.get(id);
+    if (id.equals(home) || since == null) {
+      return false;
+    }
+    Long answered = lastAnswerNanos.get(id);
+    long last = answered == null ? since : Math.max(since, answered);
+    return System.nanoTime() - last > neighbourTimeoutNanos;
+  }
+
   private static void trim(Map<SubClusterId, Integer> split, int remove) {
     while (remove > 0) {
       SubClusterId largest = null;
@@ -596,6 +640,9 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
   /** The ask to every sub-cluster of its split, zero counts included: they cancel an earlier share there. */
   private void emit(Map<SubClusterId, List<ResourceRequest>> out, ResourceRequest r, Map<SubClusterId, Integer> split) {
     for (Map.Entry<SubClusterId, Integer> e : split.entrySet()) {
+      if (e.getValue() > 0 && !e.getKey().equals(home)) {
+        sharedSinceNanos.putIfAbsent(e.getKey(), System.nanoTime());
+      }
       ResourceRequest copy = ResourceRequest.clone(r);
       copy.setNumContainers(e.getValue());
       add(out, e.getKey(), copy);

@@ -84,6 +84,7 @@ class RlAMRMProxyPolicyTest {
     RlAMRMProxyPolicy.resetShared();
     Configuration conf = facade.getConf();
     for (String k : new String[] {RlAMRMProxyPolicy.ENABLED, RlAMRMProxyPolicy.MAX_TASKS,
+        RlAMRMProxyPolicy.NEIGHBOUR_TIMEOUT_MS,
         RouterSettings.ENGINE_ADDRESS, RouterSettings.DEADLINE_MS, RouterSettings.BREAKER_FAILURES}) {
       conf.unset(k);
     }
@@ -241,6 +242,30 @@ class RlAMRMProxyPolicyTest {
   }
 
   @Test
+  void aNeighbourThatNeverAnswersGivesItsShareBackHome() throws Exception {
+    FederationAMRMProxyPolicy p = policy(RlAMRMProxyPolicy.ENABLED, "true", RlAMRMProxyPolicy.NEIGHBOUR_TIMEOUT_MS,
+        "1000");
+    long silent0 = RlAMRMProxyPolicy.COUNTERS.fallbacks(RlAMRMProxyPolicy.Fallback.NEIGHBOUR_SILENT);
+    answer.set(answering(1, 2, 2));
+    Map<SubClusterId, List<ResourceRequest>> s = p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 4)),
+        Collections.emptySet());
+    assertEquals(2, count(s, SC2, ResourceRequest.ANY));
+    p.notifyOfResponse(SC1, allocated(1, 1));
+    s = p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 3)), Collections.emptySet());
+    assertEquals(2, count(s, SC2, ResourceRequest.ANY));    // within the timeout: SC2 keeps its share
+    Thread.sleep(1200);                                     // SC2 (its unmanaged AM) never answered
+    p.notifyOfResponse(SC1, allocated(1, 1));
+    s = p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 2)), Collections.emptySet());
+    assertEquals(2, count(s, SC1, ResourceRequest.ANY));
+    assertEquals(0, count(s, SC2, ResourceRequest.ANY));    // cancelled there
+    assertEquals(silent0 + 1, RlAMRMProxyPolicy.COUNTERS.fallbacks(RlAMRMProxyPolicy.Fallback.NEIGHBOUR_SILENT));
+    // and it is no neighbour for the next decision
+    answer.set(answering(0, 0, -1));
+    p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 5)), Collections.emptySet());
+    assertEquals(List.of(3), seen.get(seen.size() - 1).getManager().getNeighborsList());
+  }
+
+  @Test
   void invalidAnswersAndTimeoutsSendTheWholeAskHome() throws Exception {
     FederationAMRMProxyPolicy p = policy(RlAMRMProxyPolicy.ENABLED, "true", RouterSettings.DEADLINE_MS, "300",
         RlAMRMProxyPolicy.MAX_TASKS, "3");
@@ -276,7 +301,7 @@ class RlAMRMProxyPolicyTest {
   @Test
   void settingsThatMakeNoSenseNameTheirKey() {
     for (String[] bad : new String[][] {{RlAMRMProxyPolicy.ENABLED, "maybe"}, {RlAMRMProxyPolicy.MAX_TASKS, "0"},
-        {RlAMRMProxyPolicy.MAX_TASKS, "many"}}) {
+        {RlAMRMProxyPolicy.MAX_TASKS, "many"}, {RlAMRMProxyPolicy.NEIGHBOUR_TIMEOUT_MS, "10"}}) {
       FederationPolicyInitializationException e =
           assertThrows(FederationPolicyInitializationException.class, () -> policy(bad));
       assertTrue(e.getMessage().contains(bad[0]), e.getMessage());
