@@ -29,8 +29,11 @@ HOME, NEIGHBOUR = "SC1", "SC2"
 HOME_WORKER = "sc1-worker1"
 
 
+DIAGNOSTIC = re.compile(r"FederationInterceptor|UnmanagedA|UAM|AMRMProxy|yarn-rl|Exception|ERROR|refus", re.I)
+
+
 @pytest.fixture(scope="module")
-def amrm_federation(docker_engine):
+def amrm_federation(docker_engine, request):
     """SC1 with 4096 MB and 4 vcores, SC2 with 2048 MB: the Router's built-in rule (the engine is off for routing:
     the one engine serves DSRAP's sdl) sends every job to SC1, the sub-cluster with the most available memory. An
     ApplicationMaster there leaves 3 vcores of headroom, so of 6 one-vcore maps DSRAP keeps what fits and forwards
@@ -42,10 +45,18 @@ def amrm_federation(docker_engine):
         amrmproxy_deadline_ms=1000,  # this machine's two cores are shared; the split's timing is not tested
         task_jvm_opts=docker_cluster.SHORT_LIVED_JVM_FLAGS)
     fed = Federation(spec)
+    failed0 = request.session.testsfailed
     try:
         fed.up(timeout=600, build=False)
         yield fed
     finally:
+        if request.session.testsfailed > failed0:  # what the AMRMProxy and the RMs said, before they are removed
+            for role in ("sc1-worker1", "sc2-worker1", "rm1", "rm2"):
+                try:
+                    lines = [x for x in fed.logs(role, 3000).splitlines() if DIAGNOSTIC.search(x)]
+                    print(f"--- {role} ({len(lines)} lines of interest, the last 40)\n" + "\n".join(lines[-40:]))
+                except Exception as e:  # noqa: BLE001 - diagnostics only
+                    print(f"--- {role}: no logs ({e})")
         fed.down(quiet=True)
         left = [c.name for c in fed.containers()] + [
             n.name for n in docker_engine.networks.list(names=[spec.network])]
@@ -92,7 +103,7 @@ def test_dsrap_puts_what_the_home_subcluster_has_no_room_for_on_the_neighbour(am
             raise AssertionError("the job ended before any container ran on the neighbour sub-cluster")
         return None
 
-    uam = wait_until(neighbour_runs_containers, 300, "containers of the job on the neighbour sub-cluster",
+    uam = wait_until(neighbour_runs_containers, 240, "containers of the job on the neighbour sub-cluster",
                      interval_s=1.0, retry_on=(OSError, ValueError, KeyError))
     app = finish(job)
     assert uam["id"] == app
@@ -125,6 +136,7 @@ def test_with_the_engine_gone_every_ask_stays_home_and_the_job_succeeds(amrm_fed
     fed = amrm_federation
     fed.kill_dsrap_engine()
     nm0 = fed.nm_jmx(HOME_WORKER)
+    assert nm0, "no AMRMProxy policy counters on the home NodeManager (the first test ran no job there)"
     t0 = time.monotonic()
     app = finish(start_job(fed, maps=6, map_ms=2000))
     assert fed.app_subcluster(app) == HOME
