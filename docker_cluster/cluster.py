@@ -378,7 +378,7 @@ class Cluster:
             c = self.get(h)
             c.reload()
             groups = Path(f"/proc/{c.attrs['State']['Pid']}/cgroup").read_text().splitlines()
-            v1 = [g.split(":", 2)[2] for g in groups if g.split(":")[1] == "blkio"]
+            v1 = [g.split(":", 2)[2] for g in groups if "blkio" in g.split(":")[1].split(",")]
             if v1:
                 path = Path("/sys/fs/cgroup/blkio" + v1[0]) / "blkio.throttle.read_bps_device"
                 line = f"{dev} {0 if rate_mbps is None else max(1, int(round(rate_mbps * MB)))}"
@@ -389,8 +389,8 @@ class Cluster:
                 path.write_text(line + "\n")
             except OSError as e:
                 raise ClusterError(f"{c.name}: cannot write {line!r} to {path}: {e}") from None
-        self.spec.worker_disk_device = device
-        self.spec.worker_disk_read_mbps = rate_mbps
+        # (spec.worker_disk_read_mbps stays what the cluster was started with: it also says whether the DataNodes
+        # drop behind reads)
         return self.worker_disk_read_limits()
 
     def disk_read_bytes(self, host: str) -> int:
