@@ -292,6 +292,11 @@ def test_the_disk_throttle_and_cache_budget_reach_the_workers_and_their_datanode
     assert "<value>${YARNRL_DN_CACHE_BYTES}</value>" in conf
     assert ("<name>dfs.datanode.drop.cache.behind.reads</name><value>${YARNRL_DN_DROP_BEHIND_READS}</value>"
             in conf)
+    assert "<name>dfs.datanode.transferTo.allowed</name><value>${YARNRL_DN_TRANSFER_TO}</value>" in conf
+    import xml.dom.minidom
+
+    for template in (ROOT / "docker" / "hadoop" / "conf").glob("*.xml.in"):  # a stray "--" in a comment kills a daemon
+        xml.dom.minidom.parseString(template.read_text())
     daemon = (ROOT / "docker" / "hadoop" / "bin" / "yarnrl-daemon").read_text()
     assert "YARNRL_DN_FADVISE=$YARNRL_DN_DROP_BEHIND_READS" in daemon
     assert "--add-modules jdk.incubator.foreign" in daemon and "--add-opens java.base/java.io=ALL-UNNAMED" in daemon
