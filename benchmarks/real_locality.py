@@ -35,7 +35,7 @@ each worker's eth0 egress goes through a token bucket (tc tbf), so a remote bloc
 replication pipeline) costs bandwidth while a read of the worker's own DataNode (over lo) does not. --replication 1
 gives the 4 workers the share of the blocks a node of a 12+ node cluster with 3 replicas holds (a quarter or less;
 replication 2 on 4 nodes: half), and an `<N>mb` size gives blocks large enough for a remote read to take seconds
-(the DataNode cache holds 8 MB: such inputs are not cached). The emulator's prediction takes the same replication
+(a DataNode's cache holds 8 MB unless the cluster was started with --dn-cache-mb: larger files are not cached). The emulator's prediction takes the same replication
 and caps its remote reads at the same rate; --clqlmrs-model models/clqlmrs-docker-rep1.safetensors is the table
 trained on that shape.
 
@@ -44,6 +44,16 @@ trained on that shape.
     .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \\
         --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 3 \\
         --seed 3 --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
+
+A cached replica costs what a disk replica does on one host (the page cache serves both) unless the workers' disks
+are throttled: --worker-disk-read-mbps (docker_cluster/cluster.py up --worker-disk-read-mbps: blkio throttle, the
+DataNodes drop the page cache behind reads, a cached replica stays in memory) with --dn-cache-mb large enough for
+the cached share; every policy run then starts with the block files out of the page cache, and the JSON records the
+rate, the drop-behind and the cache budget (benchmarks/sim2real_cluster.sh runs it so).
+
+    python -m docker_cluster up --worker-egress-mbit 5 --worker-disk-read-mbps 2 --dn-cache-mb 64
+    .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,clqlmrs --workloads wordcount \\
+        --sizes 4mb --cached-share 0.5 --replication 1 --worker-egress-mbit 5 --worker-disk-read-mbps 2 --dn-cache-mb 64
 
 --mode shadow starts the container cluster with `yarnrl.engine.mode=shadow` on the ResourceManager: RlScheduler asks
 the engine on every heartbeat but never applies its answer, so YARN (FIFO) places every container, and each policy
