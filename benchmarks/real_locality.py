@@ -72,6 +72,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -81,6 +82,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from emulator.jobhistory import (JSON_FORMAT_OPTION, JSON_HEADER, JobHistoryError, mean_phases, parse_jhist,
+                                 phases)
 from policy_engine.metrics_scrape import Metrics, histogram_quantile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -228,7 +231,7 @@ class DockerLab:
     def webHdfsUrl(self) -> str:
         return self.cluster.nn_url
 
-    def sh(self, cmd: list[str], timeout: float = 600.0, check: bool = True) -> tuple[int, str]:
+    def sh(self, cmd: list[str] | str, timeout: float = 600.0, check: bool = True) -> tuple[int, str]:
         return self.cluster.exec(cmd, timeout=timeout, check=check)
 
     def delete(self, path: str) -> None:
@@ -302,7 +305,8 @@ class DockerLab:
 
         from docker_cluster.cluster import EXAMPLES_JAR
 
-        tags = ["-D", f"mapreduce.job.tags={tag}"]
+        # the job's history file in JSON (Hadoop 3 writes binary by default): its phases for `emulator calibrate`
+        tags = ["-D", f"mapreduce.job.tags={tag}", "-D", JSON_FORMAT_OPTION]
         if workload == "wordcount":
             cmd = ["hadoop", "jar", EXAMPLES_JAR, "wordcount", *tags, "-D", f"mapreduce.job.reduces={self._reduces}",
                    "-D", "mapreduce.job.inputformat.class=org.apache.hadoop.mapreduce.lib.input.SequenceFileInputFormat",
@@ -330,6 +334,45 @@ class DockerLab:
         t.join()
         return json.dumps(docker_job_result(r.get("rc", 1), r.get("output", ""), r["submit_ms"],
                                             r.get("finish_ms", r["submit_ms"]), self._app_times))
+
+    HISTORY_DIR = "/tmp/hadoop-yarn/staging/history/done_intermediate"  # the AM's default, any user below it
+
+    def add_phases(self, results: list[dict], timeout_s: float = 60.0) -> None:
+        """Each finished job's phases (emulator.jobhistory) from its history file, read in one `hdfs dfs -cat` after
+        the run's jobs ended (the AM moves the file there as it shuts down, so a file may lag the job by seconds).
+        Between the runs of two policies, not inside one: the client JVM would take CPU from the jobs measured.
+        A job whose history cannot be read gets `phases_error` instead: the run stays valid without it."""
+        by_job = {r["application_id"].replace("application_", "job_"): r for r in results
+                  if r.get("succeeded") and r.get("application_id")}
+        until = time.monotonic() + timeout_s
+        histories: dict = {}
+        errors: dict[str, str] = {}
+        while by_job.keys() - histories.keys():
+            missing = sorted(by_job.keys() - histories.keys())
+            # one JVM for all files; a file not there yet only prints an error for its own path
+            paths = " ".join(shlex.quote(f"{self.HISTORY_DIR}/*/{j}-*.jhist") for j in missing)
+            _, out = self.sh(f"hdfs dfs -cat {paths} 2>/dev/null", timeout=120, check=False)  # no log lines in it
+            for text in re.split(rf"(?m)^(?={JSON_HEADER}\s*$)", out):
+                if not text.startswith(JSON_HEADER):
+                    continue
+                try:
+                    job = parse_jhist(text)
+                except JobHistoryError as e:
+                    errors.setdefault("?", str(e))
+                    continue
+                if job.job_id in by_job:
+                    histories[job.job_id] = job
+            if time.monotonic() > until or not by_job.keys() - histories.keys():
+                break
+            time.sleep(3)
+        for job, r in by_job.items():
+            try:
+                if job not in histories:
+                    raise JobHistoryError(errors.get("?") or
+                                          f"no history file under {self.HISTORY_DIR} after {timeout_s:.0f} s")
+                r["phases"] = phases(histories[job], r.get("submit_ms"), r.get("finish_ms"))
+            except JobHistoryError as e:
+                r["phases_error"] = f"{job}: {e}"
 
     def _app_times(self, app_id: str) -> dict | None:
         try:
@@ -707,6 +750,8 @@ def run_policy(lab, data: dict, workload: str, jobs: int, interarrival_s: float,
         lab.delete(out)
         handles.append(lab.submit(workload, data["input"], out, f"yarnrl.input={data['input']}"))
     results = [json.loads(lab.awaitJob(h)) for h in handles]
+    if hasattr(lab, "add_phases"):  # the container cluster (a mini cluster's history stays in its JVM)
+        lab.add_phases(results)
     for j in range(jobs):
         lab.delete(f"{data['base']}/out-{tag}-{j}")
     return results
@@ -764,6 +809,11 @@ def summarize_run(results: list[dict]) -> dict:
         "cache_locality": cl / probed if probed else float("nan"),
         "job_time_s": sum(r["seconds"] for r in results) / len(results),
         "makespan_s": (max(r["finish_ms"] for r in results) - min(r["submit_ms"] for r in results)) / 1000.0,
+        # per phase, the mean over the run's jobs (emulator.jobhistory); absent without history files
+        **({"phases": mean_phases([r["phases"] for r in results if r.get("phases")])}
+           if any(r.get("phases") for r in results) else {}),
+        **({"phases_errors": [r["phases_error"] for r in results if r.get("phases_error")]}
+           if any(r.get("phases_error") for r in results) else {}),
     }
 
 
