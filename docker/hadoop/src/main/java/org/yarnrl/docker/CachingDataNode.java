@@ -23,7 +23,7 @@ import org.apache.hadoop.io.nativeio.NativeIOException;
  * mapping) is served from them.
  *
  * <p>With YARNRL_DN_FADVISE=true the manipulator also gives posix_fadvise back to the DataNode (Java 17's foreign
- * linker, no native libhadoop): Hadoop calls it for read-ahead and for dfs.datanode.drop.cache.behind.reads, which
+ * linker, no native libhadoop): Hadoop calls it for dfs.datanode.drop.cache.behind.reads (read-ahead stays off: its pool needs native code), which
  * without native code are silently skipped. Dropping behind reads is what lets a throttled disk (docker_cluster's
  * --worker-disk-read-mbps) cost something on every read of an uncached replica: otherwise the kernel's page cache
  * serves every read after the first from memory. The kernel keeps the pages of a cached replica, which the DataNode
@@ -40,7 +40,7 @@ public final class CachingDataNode {
     if ("true".equalsIgnoreCase(System.getenv("YARNRL_DN_FADVISE"))) {
       try {
         manipulator = new FadvisingCacheManipulator();
-        System.err.println("CachingDataNode: posix_fadvise through the foreign linker (read-ahead, drop-behind)");
+        System.err.println("CachingDataNode: posix_fadvise through the foreign linker (drop-behind reads)");
       } catch (Throwable e) {  // an older JVM, a missing flag: caching works, fadvise stays off (said once)
         System.err.println("CachingDataNode: posix_fadvise unavailable, drop-behind reads are skipped: " + e);
       }
