@@ -23,8 +23,8 @@ import org.apache.hadoop.io.nativeio.NativeIOException;
  * mapping) is served from them.
  *
  * <p>With YARNRL_DN_FADVISE=true the manipulator also gives posix_fadvise back to the DataNode (Java 17's foreign
- * linker, no native libhadoop): Hadoop calls it for dfs.datanode.drop.cache.behind.reads (read-ahead stays off: its pool needs native code), which
- * without native code are silently skipped. Dropping behind reads is what lets a throttled disk (docker_cluster's
+ * linker, no native libhadoop): Hadoop calls it for dfs.datanode.drop.cache.behind.reads, which without native code
+ * is silently skipped (read-ahead stays off: its pool needs native code itself). Dropping behind reads is what lets a throttled disk (docker_cluster's
  * --worker-disk-read-mbps) cost something on every read of an uncached replica: otherwise the kernel's page cache
  * serves every read after the first from memory. The kernel keeps the pages of a cached replica, which the DataNode
  * holds mapped (POSIX_FADV_DONTNEED leaves mapped pages alone), so a cached replica is still read from memory.
