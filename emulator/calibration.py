@@ -30,7 +30,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -75,6 +75,7 @@ class Point:
     load: list
     clqlmrs_model: str | None = None
     seed: int = 0
+    phases: list = field(default_factory=list)  # per run: the jobs' mean phases (emulator.jobhistory), if recorded
 
     @property
     def key(self) -> str:
@@ -157,7 +158,8 @@ def load_points(paths: list[str | Path], max_load: float | None = None) -> tuple
                     model = str(_resolve(model))
                 points.append(Point(str(path), key, policy, app, params, [r["job_time_s"] for r in runs],
                                     [r["makespan_s"] for r in runs], [r["local_task_rate"] for r in runs],
-                                    [r.get("load_average") for r in runs], model, int(doc.get("seed", 0))))
+                                    [r.get("load_average") for r in runs], model, int(doc.get("seed", 0)),
+                                    [r["phases"] for r in runs if r.get("phases")]))
     distinct = {json.dumps(s, sort_keys=True) for s in shapes.values()}
     if len(distinct) > 1:
         items = list(shapes.items())
@@ -251,9 +253,33 @@ def predict(point: Point, times: TimeModel, episodes: int = DEFAULT_EPISODES, se
     for ep in range(episodes):
         policy = (policy_factory or _policy)(point.policy, point.clqlmrs_model, point.seed)
         m = scenario.run_episode(InProcessDriver(policy), seed=seed0 + ep)
-        for k in ("job_time_s", "makespan_s", "local_task_rate"):
+        for k in ("job_time_s", "makespan_s", "local_task_rate", "map_time_s"):
             out.setdefault(k, []).append(m[k])
     return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def measured_overheads(points: list[Point]) -> dict | None:
+    """s_am and s_commit measured, not fitted, when every point's runs recorded their jobs' phases (the history
+    files, emulator.jobhistory): the medians over the runs of am_startup_s (submission to the job's launch: AM
+    container, JVM, job set-up; the first allocate call then follows on the AM's interval, which the emulator plays)
+    and commit_s (last task's end to the application's end). Job times alone see only their sum plus the tasks'
+    start-up, so without phases the fit splits `job_overhead_s` by AM_SHARE; with them the fit has one unknown
+    fewer and task start-up is no longer traded against the AM's. None when any point lacks them."""
+    am, commit = [], []
+    for p in points:
+        runs = [ph for ph in p.phases if ph.get("am_startup_s") is not None and ph.get("commit_s") is not None]
+        if not runs:
+            return None
+        am += [float(ph["am_startup_s"]) for ph in runs]
+        commit += [float(ph["commit_s"]) for ph in runs]
+    return {"am_startup_s": float(np.median(am)), "commit_s": float(np.median(commit)), "runs": len(am),
+            "am_startup_s_iqr": [float(np.percentile(am, 25)), float(np.percentile(am, 75))],
+            "commit_s_iqr": [float(np.percentile(commit, 25)), float(np.percentile(commit, 75))]}
+
+
+def _mean_phase(p: Point, name: str) -> float | None:
+    values = [float(ph[name]) for ph in p.phases if ph.get(name) is not None]
+    return float(np.mean(values)) if values else None
 
 
 def _times(names: list[str], x: np.ndarray, base: TimeModel, am_share: float = AM_SHARE) -> TimeModel:
@@ -274,21 +300,32 @@ def fit(points: list[Point], shaped: bool, episodes: int = DEFAULT_EPISODES, pro
     times move in heartbeat-sized jumps, so an infinitesimal finite difference sees steps, not slopes. Each
     iteration tries the full step, then halves it, and keeps the first that lowers the cost."""
     base = base or TimeModel(output_replication=output_replication)
-    names = [n for n in FIT if shaped or n != "link_efficiency"]
+    pinned = measured_overheads(points)
+    if pinned:
+        base = replace(base, am_startup_s=pinned["am_startup_s"], commit_s=pinned["commit_s"])
+    names = [n for n in FIT if (shaped or n != "link_efficiency") and not (pinned and n == "job_overhead_s")]
     x0 = np.log([FIT[n][0] for n in names])
     lo, hi = np.log([FIT[n][1] for n in names]), np.log([FIT[n][2] for n in names])
     weights = np.sqrt([len(p.job_time_s) for p in points])
     measured = np.array([[np.mean(p.job_time_s), np.mean(p.makespan_s)] for p in points])
+    # a map task's mean run time (container launch to its end), where the history files give it: it separates
+    # the tasks' start-up from their reading and computing, which job times leave to the prior
+    map_times = [_mean_phase(p, "map_s") for p in points]
+    with_maps = [i for i, m in enumerate(map_times) if m is not None]
     evals = [0]
     t0 = time.perf_counter()
 
     def residuals(x):
         times = _times(names, x, base, am_share)
-        pred = np.array([[(r := predict(p, times, episodes))["job_time_s"], r["makespan_s"]] for p in points])
+        preds = [predict(p, times, episodes) for p in points]
+        pred = np.array([[r["job_time_s"], r["makespan_s"]] for r in preds])
         evals[0] += 1
         if progress and sys.stderr.isatty():
             print(f"\r  fit: evaluation {evals[0]}, {time.perf_counter() - t0:.0f} s", end="", file=sys.stderr)
         data = (np.log(pred / measured) * weights[:, None]).ravel()
+        if with_maps:
+            data = np.concatenate([data, [math.log(preds[i]["map_time_s"] / map_times[i]) * weights[i]
+                                          for i in with_maps]])
         # a weak prior towards the start values: directions the data do not determine stay near them
         return np.concatenate([data, PRIOR_WEIGHT * (x - x0)])
 
@@ -325,7 +362,7 @@ def fit(points: list[Point], shaped: bool, episodes: int = DEFAULT_EPISODES, pro
     if progress and sys.stderr.isatty():
         print(file=sys.stderr)
     # standard deviations of the log-parameters from the last secant Jacobian (Gauss-Newton covariance)
-    m, k = len(points) * 2, len(names)
+    m, k = len(points) * 2 + len(with_maps), len(names)
     try:
         cov = np.linalg.inv(jac.T @ jac) * (2 * cost / max(m - k, 1))
         log_sd = {n: float(math.sqrt(max(cov[i, i], 0.0))) for i, n in enumerate(names)}
@@ -333,7 +370,7 @@ def fit(points: list[Point], shaped: bool, episodes: int = DEFAULT_EPISODES, pro
         log_sd = {n: float("inf") for n in names}
     times = _times(names, x, base, am_share)
     return {"times": times, "fitted": names, "log_sd": log_sd, "cost": cost, "evaluations": evals[0],
-            "status": status, "seconds": round(time.perf_counter() - t0, 1)}
+            "status": status, "seconds": round(time.perf_counter() - t0, 1), "measured": pinned}
 
 
 def residual_table(points: list[Point], times: TimeModel, episodes: int = DEFAULT_EPISODES) -> list[dict]:
@@ -347,7 +384,9 @@ def residual_table(points: list[Point], times: TimeModel, episodes: int = DEFAUL
                      "job_time_sd": float(np.std(p.job_time_s, ddof=1)) if len(p.job_time_s) > 1 else float("nan"),
                      "job_time_err": r["job_time_s"] / jt - 1, "makespan_s": mk, "makespan_s_pred": r["makespan_s"],
                      "makespan_err": r["makespan_s"] / mk - 1, "local_task_rate": float(np.mean(p.local_task_rate)),
-                     "local_task_rate_pred": r["local_task_rate"]})
+                     "local_task_rate_pred": r["local_task_rate"],
+                     **({"map_time_s": mt, "map_time_s_pred": r["map_time_s"], "map_time_err": r["map_time_s"] / mt - 1}
+                        if (mt := _mean_phase(p, "map_s")) else {})})
     return rows
 
 
@@ -396,7 +435,7 @@ def calibrate(results: list[str | Path], episodes: int = DEFAULT_EPISODES, decis
             "decision_log": log_check, "max_load": max_load, "episodes": episodes,
             "runs": sum(len(p.job_time_s) for p in points),
             "scenario_params": _shape_params(points[0].params),
-            "times": result["times"].to_dict(), "fitted": result["fitted"],
+            "times": result["times"].to_dict(), "fitted": result["fitted"], "measured": result["measured"],
             "fit": {k: result[k] for k in ("cost", "evaluations", "status", "seconds", "log_sd")},
             "residuals": rows, "max_abs_error": max(errs), "mean_abs_error": float(np.mean(errs)),
             "ranking_preserved": ranking_preserved(rows)}
@@ -460,11 +499,11 @@ def format_rows(rows: list[dict]) -> str:
 
 
 def synthetic_results(times: TimeModel, experiments: dict[str, dict], policies=("fifo", "delay"), runs: int = 2,
-                      seed0: int = 50_000, egress_mbit: float | None = 5.0) -> dict:
+                      seed0: int = 50_000, egress_mbit: float | None = 5.0, phases: bool = False) -> dict:
     """A results document in real_locality's format whose 'measurements' are the emulator's own, with `times`
     (the fit's recovery check): experiments {key 'app-<N>mb': {"maps": M, "blocks_per_node": [..4..]}}, on the
     container cluster's shape (4 workers in 2 racks, replication 1, 500 ms heartbeats), episode seeds other than the
-    fit's."""
+    fit's. `phases`: each run also records the AM start-up and commit its history files would show."""
     from emulator.drivers import InProcessDriver
     from emulator.scenario import get_scenario
 
@@ -493,6 +532,9 @@ def synthetic_results(times: TimeModel, experiments: dict[str, dict], policies=(
                 m = scenario.run_episode(InProcessDriver(_policy(policy, None, 0)), seed=seed0 + r)
                 per_run.append({"succeeded": True, "job_time_s": m["job_time_s"], "makespan_s": m["makespan_s"],
                                 "local_task_rate": m["local_task_rate"], "load_average": 1.0})
+                if phases:  # what the history files would show: the AM's start-up, the commit, the maps' run time
+                    per_run[-1]["phases"] = {"am_startup_s": times.am_startup_s, "commit_s": times.commit_s,
+                                             "map_s": m["map_time_s"]}
             exp["policies"][policy] = {"per_run": per_run, "plugin": {"engine_decisions": 10 * runs}}
         doc["experiments"][key] = exp
     return doc

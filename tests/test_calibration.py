@@ -194,3 +194,27 @@ def test_real_locality_prints_the_calibrated_prediction_beside_the_measured(tmp_
     other = write(tmp_path, "other.json", {**cal, "shape": {**shape, "worker_egress_mbit": 20.0}})
     assert real_locality.calibrated_report(synthetic, other) == (
         "calibrated emulator: not shown (other.json is for another cluster shape: worker_egress_mbit 5.0 vs 20.0)")
+
+
+def test_measured_phases_pin_the_am_start_up_and_commit(tmp_path):
+    """With the history files' phases (emulator.jobhistory) the AM start-up and commit are measured, not fitted, and
+    the maps' run time joins the objective: the fit then recovers every constant, where job times alone leave the
+    split between start-up and compute to the prior (test_fit_recovers_the_known_time_model)."""
+    doc = synthetic_results(TRUTH, EXPERIMENTS, policies=("delay",), runs=3, seed0=7000, phases=True)
+    points, _, _ = load_points([write(tmp_path, "real_locality-phases.json", doc)])
+    assert all(len(p.phases) == 3 for p in points)
+    result = fit(points, shaped=True, episodes=3, max_nfev=60)
+    t = result["times"]
+    assert "job_overhead_s" not in result["fitted"]
+    assert result["measured"]["runs"] == 9
+    assert (t.am_startup_s, t.commit_s) == (TRUTH.am_startup_s, TRUTH.commit_s)
+    assert t.task_startup_s == pytest.approx(TRUTH.task_startup_s, rel=0.05)
+    assert t.cpu_factor == pytest.approx(TRUTH.cpu_factor, rel=0.05)
+    assert t.link_efficiency == pytest.approx(TRUTH.link_efficiency, rel=0.05)
+    # one point without phases: back to the fitted sum, split by AM_SHARE
+    doc["experiments"]["sort-8mb"]["policies"]["delay"]["per_run"][0].pop("phases")
+    for r in doc["experiments"]["sort-8mb"]["policies"]["delay"]["per_run"]:
+        r.pop("phases", None)
+    points, _, _ = load_points([write(tmp_path, "real_locality-some.json", doc)])
+    from emulator.calibration import measured_overheads
+    assert measured_overheads(points) is None
