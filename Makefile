@@ -71,9 +71,11 @@ FEDERATION ?= 2
 SC_MEMORY ?= 4096,2048
 SC_IDS ?= SC5,SC3
 FED_POLICY ?= maf
+# e.g. FED_ARGS=--amrmproxy: DSRAP across sub-clusters (every NodeManager runs the AMRMProxy; docker_cluster/federation.py)
+FED_ARGS ?=
 federation-up: install
 	$(PY) -m docker_cluster up --name $(FED) --federation $(FEDERATION) --sc-ids $(SC_IDS) --sc-memory $(SC_MEMORY) \
-	    --policy $(FED_POLICY)
+	    --policy $(FED_POLICY) $(FED_ARGS)
 
 federation-down:
 	$(PY) -m docker_cluster down --name $(FED)

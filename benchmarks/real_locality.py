@@ -35,7 +35,7 @@ each worker's eth0 egress goes through a token bucket (tc tbf), so a remote bloc
 replication pipeline) costs bandwidth while a read of the worker's own DataNode (over lo) does not. --replication 1
 gives the 4 workers the share of the blocks a node of a 12+ node cluster with 3 replicas holds (a quarter or less;
 replication 2 on 4 nodes: half), and an `<N>mb` size gives blocks large enough for a remote read to take seconds
-(the DataNode cache holds 8 MB: such inputs are not cached). The emulator's prediction takes the same replication
+(a DataNode's cache holds 8 MB unless the cluster was started with --dn-cache-mb: larger files are not cached). The emulator's prediction takes the same replication
 and caps its remote reads at the same rate; --clqlmrs-model models/clqlmrs-docker-rep1.safetensors is the table
 trained on that shape.
 
@@ -44,6 +44,16 @@ trained on that shape.
     .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,acl,clqlmrs \\
         --workloads wordcount --sizes 4mb --cached-share 0 --replication 1 --worker-egress-mbit 5 --runs 3 \\
         --seed 3 --clqlmrs-model models/clqlmrs-docker-rep1.safetensors
+
+A cached replica costs what a disk replica does on one host (the page cache serves both) unless the workers' disks
+are throttled: --worker-disk-read-mbps (docker_cluster/cluster.py up --worker-disk-read-mbps: blkio throttle, the
+DataNodes drop the page cache behind reads, a cached replica stays in memory) with --dn-cache-mb large enough for
+the cached share; every policy run then starts with the block files out of the page cache, and the JSON records the
+rate, the drop-behind and the cache budget (benchmarks/sim2real_cluster.sh runs it so).
+
+    python -m docker_cluster up --worker-egress-mbit 5 --worker-disk-read-mbps 2 --dn-cache-mb 64
+    .venv/bin/python benchmarks/real_locality.py --cluster docker --policies fifo,delay,clqlmrs --workloads wordcount \\
+        --sizes 4mb --cached-share 0.5 --replication 1 --worker-egress-mbit 5 --worker-disk-read-mbps 2 --dn-cache-mb 64
 
 --mode shadow starts the container cluster with `yarnrl.engine.mode=shadow` on the ResourceManager: RlScheduler asks
 the engine on every heartbeat but never applies its answer, so YARN (FIFO) places every container, and each policy
@@ -93,7 +103,9 @@ HIBENCH = {"wordcount": {"tiny": 32_000, "small": 320_000_000},
 POLICIES = ("fifo", "delay", "acl", "clqlmrs")
 STATES = ("CL", "DL", "CRL", "DRL", "NO")
 MB = 1 << 20
-DOCKER_CACHE_BYTES = 8 * MB  # a DataNode's cache in the containers (memlock limit; docker/hadoop/conf/hdfs-site.xml.in)
+# a DataNode's cache in the containers unless the cluster says otherwise (docker_cluster up --dn-cache-mb; results
+# written before issue 27 record none: their clusters had this)
+DOCKER_CACHE_BYTES = 8 * MB
 EMULATOR_BLOCK_MB = 32  # the emulator's smallest HDFS block
 HEARTBEAT_MS = 250  # MiniHadoop's NodeManager heartbeat
 DOCKER_HEARTBEAT_MS = 500  # docker/hadoop/conf/yarn-site.xml.in: nodemanagers.heartbeat-interval-ms
@@ -411,7 +423,7 @@ class DockerCluster:
     """The container cluster under `name`: attached to when it runs, else started (and removed by close())."""
 
     def __init__(self, name: str, deadline_ms: int, worker_egress_mbit: float | None = None,
-                 mode: str = "active"):
+                 mode: str = "active", disk_read_mbps: float | None = None, dn_cache_mb: int | None = None):
         from docker_cluster import cluster as docker_cluster
 
         try:
@@ -424,20 +436,47 @@ class DockerCluster:
                                  f"{mode}: take it down (docker_cluster/cluster.py down --name {name}) or pick another name")
             if worker_egress_mbit is not None:
                 self.cluster.shape_workers(worker_egress_mbit)
+            # the disk throttle and the cache budget are the DataNodes' start-time settings: a running cluster must
+            # have them already
+            spec = self.cluster.spec
+            if disk_read_mbps is not None and spec.worker_disk_read_mbps != disk_read_mbps:
+                raise SystemExit(f"real_locality: the cluster {name!r} runs with worker disk reads "
+                                 f"{spec.worker_disk_read_mbps or 'unthrottled'}, not {disk_read_mbps:g} MB/s: start "
+                                 f"it with `docker_cluster/cluster.py up --worker-disk-read-mbps {disk_read_mbps:g}`")
+            if dn_cache_mb is not None and spec.dn_cache_mb != dn_cache_mb:
+                raise SystemExit(f"real_locality: the cluster {name!r} has a {spec.dn_cache_mb} MB DataNode cache, not "
+                                 f"{dn_cache_mb} MB: start it with `docker_cluster/cluster.py up --dn-cache-mb "
+                                 f"{dn_cache_mb}`")
         except docker_cluster.ClusterError as e:
             if "no cluster named" not in str(e):
                 raise
             spec = docker_cluster.ClusterSpec(name=name, engine_deadline_ms=deadline_ms,
                                               worker_egress_mbit=worker_egress_mbit,
+                                              worker_disk_read_mbps=disk_read_mbps,
+                                              dn_cache_mb=(docker_cluster.DEFAULT_DN_CACHE_MB if dn_cache_mb is None
+                                                           else dn_cache_mb),
                                               rm_properties={"yarnrl.engine.mode": mode} if mode != "active" else {})
             log(f"starting the container cluster {name!r} (docker_cluster/cluster.py; minutes)")
             self.cluster = docker_cluster.Cluster(spec).up(timeout=900, progress=log)
             self.started = True
         egress = self.cluster.spec.worker_egress_mbit
         log(f"worker egress: {f'{egress:g} Mbit/s (tc tbf)' if egress else 'unshaped'}")
+        disk = self.cluster.spec.worker_disk_read_mbps
+        log(f"worker disk reads: {f'{disk:g} MB/s (blkio), DataNodes drop behind reads' if disk else 'unthrottled'}; "
+            f"DataNode cache {self.cluster.spec.dn_cache_mb} MB")
         if self.cluster.spec.workers != 4:
             log(f"note: the cluster has {self.cluster.spec.workers} workers; the emulator's prediction assumes 4")
         self.lab = DockerLab(self.cluster)
+
+    @property
+    def cache_bytes(self) -> int:
+        return self.cluster.spec.dn_cache_bytes
+
+    def cold_disk(self) -> None:
+        """With a throttled disk, evict the block files from the page cache, so every run starts as the first: input
+        just written (or read by a policy before) would otherwise be read from memory. Cached replicas stay."""
+        if self.cluster.spec.worker_disk_read_mbps is not None:
+            self.cluster.drop_block_page_cache()
 
     def close(self) -> None:
         if self.started:
@@ -923,7 +962,8 @@ def partial_report(path: Path, episodes: int = 5) -> str:
         workload, size = key.split("-", 1)
         per_file = doc.get("block_bytes", {}).get(key) or int(
             size_bytes(workload, size, doc["maps"]) * (100 if workload == "terasort" else 1) / doc["maps"])
-        cached = doc["cached_share"] if doc["cluster"] != "docker" or per_file * 1.05 <= DOCKER_CACHE_BYTES else 0.0
+        cached = (doc["cached_share"] if doc["cluster"] != "docker"
+                  or per_file * 1.05 <= doc.get("dn_cache_bytes", DOCKER_CACHE_BYTES) else 0.0)
         params = emulator_params(
             workload, doc["maps"], cached, doc["jobs"], doc.get("interarrival_s", 3.0),
             DOCKER_HEARTBEAT_MS if doc["cluster"] == "docker" else HEARTBEAT_MS, doc.get("replication", 2),
@@ -1015,6 +1055,15 @@ def main(argv=None) -> int:
                         "a local one does not, as on a real cluster behind oversubscribed links; the emulator caps "
                         "remote reads at the same rate. Default: leave the cluster as it is (unshaped when started "
                         "here)")
+    p.add_argument("--worker-disk-read-mbps", type=float, default=None, metavar="MBPS",
+                   help="docker only: the workers' disk read rate (docker_cluster/cluster.py up "
+                        "--worker-disk-read-mbps: blkio throttle, DataNodes drop the page cache behind reads), so that "
+                        "a read of an uncached replica costs disk time and a cached one does not; a running cluster "
+                        "must have been started with it, one started here gets it. Every policy run starts with the "
+                        "block files out of the page cache. Default: the cluster's (unthrottled when started here)")
+    p.add_argument("--dn-cache-mb", type=int, default=None, metavar="MB",
+                   help="docker only: each DataNode's cache budget (up --dn-cache-mb; files larger than it are not "
+                        "cached). Default: the cluster's (8 MB when started here)")
     p.add_argument("--runs", type=int, default=3, help="runs per policy and workload (default 3)")
     p.add_argument("--jobs", type=int, default=2, help="concurrent jobs per run (default 2)")
     p.add_argument("--interarrival-s", type=float, default=3.0, help="seconds between job submissions (default 3)")
@@ -1078,6 +1127,13 @@ def main(argv=None) -> int:
             p.error("--worker-egress-mbit shapes the container cluster's network: it needs --cluster docker")
         if not (math.isfinite(args.worker_egress_mbit) and args.worker_egress_mbit > 0):
             p.error(f"--worker-egress-mbit must be a positive number, got {args.worker_egress_mbit}")
+    if args.cluster != "docker" and (args.worker_disk_read_mbps is not None or args.dn_cache_mb is not None):
+        p.error("--worker-disk-read-mbps and --dn-cache-mb set up the container cluster: they need --cluster docker")
+    if args.worker_disk_read_mbps is not None and not (math.isfinite(args.worker_disk_read_mbps)
+                                                       and args.worker_disk_read_mbps > 0):
+        p.error(f"--worker-disk-read-mbps must be a positive number, got {args.worker_disk_read_mbps}")
+    if args.dn_cache_mb is not None and args.dn_cache_mb < 0:
+        p.error(f"--dn-cache-mb must be 0 or more, got {args.dn_cache_mb}")
     if args.mode == "shadow" and args.cluster != "docker":
         p.error("--mode shadow runs on the container cluster: it needs --cluster docker")
     if args.runs < 1 or args.jobs < 1 or args.maps < 1 or not 0 <= args.cached_share <= 1:
@@ -1112,6 +1168,9 @@ def main(argv=None) -> int:
                       *workloads, *sizes,
                       *([f"rep{args.replication}"] if args.replication != 2 else []),
                       *([f"egress{args.worker_egress_mbit:g}mbit"] if args.worker_egress_mbit else []),
+                      *([f"disk{args.worker_disk_read_mbps:g}mbps"] if args.worker_disk_read_mbps else []),
+                      *([f"cache{args.cached_share:g}"] if args.cluster == "docker" and args.cached_share
+                        and args.worker_disk_read_mbps else []),
                       f"r{args.runs}"])
     port, metrics_port = free_port(), free_port()
     t_start = time.perf_counter()
@@ -1124,7 +1183,8 @@ def main(argv=None) -> int:
             return Engine(name, port, metrics_port, lab.webHdfsUrl(), args.workdir / f"engine-{name}.log",
                           options[name])
     else:
-        cluster = DockerCluster(args.docker_name, args.deadline_ms, args.worker_egress_mbit, args.mode)
+        cluster = DockerCluster(args.docker_name, args.deadline_ms, args.worker_egress_mbit, args.mode,
+                                args.worker_disk_read_mbps, args.dn_cache_mb)
         lab = cluster.lab
 
         def start_engine(name: str):
@@ -1134,6 +1194,11 @@ def main(argv=None) -> int:
                      "clqlmrs_model": args.clqlmrs_model, "seed": args.seed, "replication": args.replication,
                      "worker_egress_mbit": (cluster.cluster.spec.worker_egress_mbit if args.cluster == "docker"
                                             else None),
+                     # the container cluster's disk read throttle (MB/s, None: unthrottled; the DataNodes then drop
+                     # the page cache behind reads) and each DataNode's cache budget
+                     **({"worker_disk_read_mbps": cluster.cluster.spec.worker_disk_read_mbps,
+                         "drop_behind_reads": cluster.cluster.spec.drop_behind_reads,
+                         "dn_cache_bytes": cluster.cache_bytes} if args.cluster == "docker" else {}),
                      "load_average_start": os.getloadavg(), "experiments": {}}
     log(f"{args.cluster} cluster up in {time.perf_counter() - t_start:.0f} s: {results['node_racks']}")
     try:
@@ -1145,11 +1210,13 @@ def main(argv=None) -> int:
             for workload in workloads:
                 key = f"{workload}-{size}"
                 data = prepare(lab, workload, size, args.maps, args.cached_share, args.replication,
-                               DOCKER_CACHE_BYTES if args.cluster == "docker" else None)
+                               cluster.cache_bytes if args.cluster == "docker" else None)
                 per_policy: dict[str, dict] = {name: {"runs": [], "latency": [], "labels": {}} for name in policies}
                 for run in range(args.runs):
                     order = policies[run % len(policies):] + policies[:run % len(policies)]
                     for name in order:
+                        if args.cluster == "docker":
+                            cluster.cold_disk()
                         before = json.loads(lab.pluginMetrics())
                         engine = start_engine(name)
                         # the plugin's channel to the previous engine broke when it stopped; its reconnect back-off

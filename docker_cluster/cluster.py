@@ -15,7 +15,9 @@ is real). Only the web UIs and the engine are published, on 127.0.0.1. Container
 (no Ryuk reaper: it would be pulled from a registry) and labelled, so `down` in another process finds them.
 
     python -m docker_cluster up --policy delay [--set node_locality_delay=4] [--name yarnrl] [--worker-egress-mbit 20]
+                                [--worker-disk-read-mbps 2 --dn-cache-mb 64]
     python -m docker_cluster shape --worker-egress-mbit 20 | --off     (a running cluster)
+    python -m docker_cluster throttle --worker-disk-read-mbps 2 | --off   (a running cluster)
     python -m docker_cluster status | down | exec -- hdfs dfs -ls /
 
 The same module drives the cluster tests (tests/cluster) and the HiBench runner (benchmarks/hibench.py).
@@ -57,6 +59,8 @@ NN_HTTP_PORT = 9870
 RM_HTTP_PORT = 8088
 RM_JMX_BEAN = "Hadoop:service=ResourceManager,name=RlScheduler"
 LOG_TAIL = 40
+MB = 1 << 20
+DEFAULT_DN_CACHE_MB = 8  # a DataNode's centralized cache (dfs.datanode.max.locked.memory) unless --dn-cache-mb says
 
 
 class ClusterError(RuntimeError):
@@ -109,9 +113,25 @@ class ClusterSpec:
     # JVM flags added to the MapReduce AM and task JVMs (mapred-site.xml) and to the commands run in the containers
     # (`hadoop jar`, `hdfs dfs`: HADOOP_CLIENT_OPTS); "" = none. The tests use SHORT_LIVED_JVM_FLAGS.
     task_jvm_opts: str = ""
+    # read rate of every worker's disk, MB/s (None: unthrottled); see disk_read_throttle. Also turns the DataNodes'
+    # drop-behind reads on, so that every read of an uncached replica pays it
+    worker_disk_read_mbps: float | None = None
+    # the block device to throttle (None: the one holding Docker's data root, found at start)
+    worker_disk_device: str | None = None
+    # a DataNode's centralized cache budget (dfs.datanode.max.locked.memory), MB
+    dn_cache_mb: int = DEFAULT_DN_CACHE_MB
     # extra yarn-site.xml properties of the ResourceManager only (e.g. yarn.scheduler.maximum-allocation-vcores):
     # the image's template with these added, mounted read-only over it in the RM's container (no image rebuild)
     rm_properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def dn_cache_bytes(self) -> int:
+        return int(self.dn_cache_mb) * MB
+
+    @property
+    def drop_behind_reads(self) -> bool:
+        """The DataNodes drop the page cache behind their reads (on with a throttled disk)."""
+        return self.worker_disk_read_mbps is not None
 
     @property
     def engine_address(self) -> str:
@@ -153,6 +173,59 @@ def egress_shaping_command(rate_mbit: float | None, device: str = "eth0") -> lis
     burst = max(16 * 1024, int(rate_mbit * 1e6 / 8 * 0.01))
     return ["tc", "qdisc", "replace", "dev", device, "root", "tbf", "rate", f"{rate_mbit:g}mbit",
             "burst", str(burst), "latency", "200ms"]
+
+
+def check_disk_read_mbps(rate_mbps: float | None) -> None:
+    if rate_mbps is not None and not (isinstance(rate_mbps, (int, float)) and math.isfinite(rate_mbps)
+                                      and rate_mbps > 0):
+        raise ValueError(f"worker disk read rate must be a positive number of MB/s, got {rate_mbps!r}")
+
+
+def check_dn_cache_mb(cache_mb: int) -> None:
+    if not (isinstance(cache_mb, int) and 0 <= cache_mb <= 1 << 20):
+        raise ValueError(f"DataNode cache must be a whole number of MB in [0, 1048576], got {cache_mb!r}")
+
+
+def disk_read_throttle(rate_mbps: float, device: str) -> list[dict]:
+    """Docker's `device_read_bps` for a worker: `rate_mbps` MB/s (MiB) of reads from `device`.
+
+    Why: on one host every block file a DataNode reads comes from the same fast disk, or from the page cache, so a
+    read of a cached replica costs what a disk read does and HDFS centralized caching (CLQLMRS's cache states) cannot
+    change job time. The kernel's blkio throttle (cgroup v1 blkio.throttle.read_bps_device; v2 io.max) limits what
+    the worker's processes read from the disk itself, as a real DataNode's spindles do, while reads served from
+    memory are free. With it the DataNodes drop the page cache behind their reads (dfs.datanode.drop.cache.behind.reads,
+    through CachingDataNode's posix_fadvise), so every read of an uncached replica pays the rate, and a cached replica
+    (mmapped by its DataNode, whose pages the kernel does not drop) is read from memory. Writes are not throttled
+    (cgroup v1 does not charge buffered writeback to the writer)."""
+    check_disk_read_mbps(rate_mbps)
+    return [{"Path": device, "Rate": max(1, int(round(rate_mbps * MB)))}]
+
+
+def docker_root_disk(docker_root: str) -> str:
+    """The whole-disk block device (/dev/vda) under Docker's data root on this host: the device blkio throttles
+    (a partition's reads are throttled on its disk)."""
+    st = os.stat(docker_root)
+    node = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    if not node.exists():
+        raise ClusterError(f"{docker_root} is on device {os.major(st.st_dev)}:{os.minor(st.st_dev)}, which is not a "
+                           f"block device here (an overlay or network file system?): give the disk to throttle "
+                           f"(--worker-disk-device /dev/...)")
+    real = node.resolve()
+    if (real / "partition").exists():
+        real = real.parent
+    return f"/dev/{real.name}"
+
+
+def parse_read_bps(text: str) -> dict[str, int]:
+    """`MAJ:MIN BYTES` lines of blkio.throttle.read_bps_device (v1) or `MAJ:MIN rbps=BYTES ...` of io.max (v2)."""
+    import re
+
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*(\d+:\d+)\s+(?:.*\brbps=)?(\d+)\b", line)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
 
 
 def parse_tbf_rate_mbit(qdisc: str) -> float | None:
@@ -249,8 +322,12 @@ class Cluster:
             self._create_network()
             say(f"network {self.spec.network} ({self.subnet_prefix}.0/24)")
             self._start("nn", images.HADOOP_IMAGE, ["namenode"], {NN_HTTP_PORT: self.spec.nn_port})
+            throttle = self._worker_host_config()
             for h in self.spec.worker_hosts():
-                self._start(h, images.HADOOP_IMAGE, ["worker"], {})
+                self._start(h, images.HADOOP_IMAGE, ["worker"], {}, host_config=throttle)
+            if throttle:
+                say(f"worker disk reads limited to {self.spec.worker_disk_read_mbps:g} MB/s on "
+                    f"{self.spec.worker_disk_device} (blkio); DataNodes drop the page cache behind reads")
             self._start("rm", images.HADOOP_IMAGE, ["resourcemanager"], {RM_HTTP_PORT: self.spec.rm_port},
                         volumes=self._rm_site_volume())
             if self.spec.engine:
@@ -267,6 +344,74 @@ class Cluster:
             self.down(quiet=True)
             raise
         return self
+
+    def _worker_host_config(self) -> dict:
+        """The workers' docker create options: the disk read throttle, when asked for."""
+        if self.spec.worker_disk_read_mbps is None:
+            return {}
+        if self.spec.worker_disk_device is None:
+            self.spec.worker_disk_device = docker_root_disk(self.client.info().get("DockerRootDir", "/var/lib/docker"))
+        return {"device_read_bps": disk_read_throttle(self.spec.worker_disk_read_mbps, self.spec.worker_disk_device)}
+
+    def worker_disk_read_limits(self) -> dict[str, dict[str, int]]:
+        """What the kernel applies to each worker: {host: {"MAJ:MIN": bytes/s}}, read in the container from its
+        blkio cgroup (v1 blkio.throttle.read_bps_device, v2 io.max); {} for an unthrottled worker."""
+        script = ("cat /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device 2>/dev/null || "
+                  "cat /sys/fs/cgroup/io.max 2>/dev/null || true")
+        return {h: parse_read_bps(self.exec(script, role=h, timeout=30)[1]) for h in self.spec.worker_hosts()}
+
+    def throttle_disk_reads(self, rate_mbps: float | None, hosts: list[str] | None = None) -> dict[str, dict[str, int]]:
+        """Set (None: lift) the disk read limit of running workers (all, or `hosts`) by writing their blkio cgroup
+        from this host (cgroup v1 blkio.throttle.read_bps_device, v2 io.max; needs root here). What `up
+        --worker-disk-read-mbps` gives at creation, for a cluster already running; the DataNodes' drop-behind reads
+        are a start-time setting, so without it a block read stays in the page cache (drop_block_page_cache evicts
+        it). Returns worker_disk_read_limits()."""
+        check_disk_read_mbps(rate_mbps)
+        if os.geteuid() != 0:
+            raise ClusterError("throttling worker disks on a running cluster needs root on this host (the containers' "
+                               "blkio cgroups)")
+        device = self.spec.worker_disk_device or docker_root_disk(
+            self.client.info().get("DockerRootDir", "/var/lib/docker"))
+        st = os.stat(device)
+        dev = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        for h in hosts or self.spec.worker_hosts():
+            c = self.get(h)
+            c.reload()
+            groups = Path(f"/proc/{c.attrs['State']['Pid']}/cgroup").read_text().splitlines()
+            v1 = [g.split(":", 2)[2] for g in groups if "blkio" in g.split(":")[1].split(",")]
+            if v1:
+                path = Path("/sys/fs/cgroup/blkio" + v1[0]) / "blkio.throttle.read_bps_device"
+                line = f"{dev} {0 if rate_mbps is None else max(1, int(round(rate_mbps * MB)))}"
+            else:
+                path = Path("/sys/fs/cgroup" + groups[0].split(":", 2)[2]) / "io.max"
+                line = f"{dev} rbps={'max' if rate_mbps is None else max(1, int(round(rate_mbps * MB)))}"
+            try:
+                path.write_text(line + "\n")
+            except OSError as e:
+                raise ClusterError(f"{c.name}: cannot write {line!r} to {path}: {e}") from None
+        # (spec.worker_disk_read_mbps stays what the cluster was started with: it also says whether the DataNodes
+        # drop behind reads)
+        return self.worker_disk_read_limits()
+
+    def disk_read_bytes(self, host: str) -> int:
+        """Bytes a worker's processes have read from its disks (the blkio cgroup's own counter: v1
+        blkio.throttle.io_service_bytes `Read`, v2 io.stat `rbytes`), for a read that the page cache did not serve."""
+        import re
+
+        script = ("cat /sys/fs/cgroup/blkio/blkio.throttle.io_service_bytes 2>/dev/null || "
+                  "cat /sys/fs/cgroup/io.stat 2>/dev/null || true")
+        text = self.exec(script, role=host, timeout=30)[1]
+        return (sum(int(n) for n in re.findall(r"^\d+:\d+ Read (\d+)$", text, re.M))
+                + sum(int(n) for n in re.findall(r"\brbytes=(\d+)", text)))
+
+    def drop_block_page_cache(self) -> None:
+        """Evict every worker's block files from the page cache (POSIX_FADV_DONTNEED on each, `dd iflag=nocache`), so
+        the next read of an uncached replica comes from the disk: input just written sits in the page cache. The
+        pages of cached replicas stay (their DataNode holds them mapped, which fadvise leaves alone)."""
+        script = ("sync && find /data/dn -type f -name 'blk_*' ! -name '*.meta' "
+                  "-exec dd if={} iflag=nocache count=0 status=none \\;")
+        for h in self.spec.worker_hosts():
+            self.exec(script, role=h, timeout=120)
 
     def _check_ports(self) -> None:
         s = self.spec
@@ -332,11 +477,14 @@ class Cluster:
             "YARNRL_TOPOLOGY": self._topology(),
             "YARNRL_TASK_JVM_OPTS": s.task_jvm_opts,
             "HADOOP_CLIENT_OPTS": s.task_jvm_opts,
+            "YARNRL_DN_CACHE_BYTES": str(s.dn_cache_bytes),
+            "YARNRL_DN_DROP_BEHIND_READS": "true" if s.drop_behind_reads else "false",
         }
 
     def _start(self, role: str, image: str, command: list[str], ports: dict[int, int | None],
                labels: dict[str, str] | None = None, env: dict[str, str] | None = None,
-               volumes: dict[str, tuple[str, str]] | None = None, entrypoint: list[str] | None = None):
+               volumes: dict[str, tuple[str, str]] | None = None, entrypoint: list[str] | None = None,
+               host_config: dict | None = None):
         from docker.types import EndpointConfig
         from testcontainers.core.container import DockerContainer
 
@@ -353,6 +501,7 @@ class Cluster:
         api_version = self.client.api.api_version
         c.with_kwargs(
             **({"entrypoint": entrypoint} if entrypoint else {}),
+            **(host_config or {}),
             hostname=role,
             labels={LABEL_CLUSTER: self.spec.name, LABEL_ROLE: role, **(labels or {})},
             extra_hosts={h: ip for h, ip in ips.items() if h != role},
@@ -486,6 +635,15 @@ class Cluster:
                 cl.spec.policy_settings = json.loads(c.labels.get(LABEL_POLICY + ".settings", "[]"))
         cl.spec.engine = any(c.labels.get(LABEL_ROLE) == "engine" for c in found)
         cl.spec.fault_proxy = any(c.labels.get(LABEL_ROLE) == "faultproxy" for c in found)
+        for c in found:  # a worker's DataNode cache and disk read throttle, from its environment and host config
+            if c.labels.get(LABEL_ROLE, "").startswith("worker"):
+                env = dict(kv.split("=", 1) for kv in c.attrs["Config"]["Env"] if "=" in kv)
+                cl.spec.dn_cache_mb = int(env.get("YARNRL_DN_CACHE_BYTES", DEFAULT_DN_CACHE_MB * MB)) // MB
+                limits = c.attrs["HostConfig"].get("BlkioDeviceReadBps") or []
+                if limits:
+                    cl.spec.worker_disk_device = limits[0]["Path"]
+                    cl.spec.worker_disk_read_mbps = limits[0]["Rate"] / MB
+                break
         for c in found:  # the plugin's settings, from the ResourceManager's environment
             if c.labels.get(LABEL_ROLE) == "rm":
                 env = dict(kv.split("=", 1) for kv in c.attrs["Config"]["Env"] if "=" in kv)
@@ -648,6 +806,10 @@ class Cluster:
             s.update(policy=self.spec.policy, engine_metrics=self.metrics_url, engine_grpc=self.engine_target)
         if self.spec.fault_proxy:
             s["fault_proxy_control"] = "%s:%d" % self.proxy_control
+        s["dn_cache_mb"] = self.spec.dn_cache_mb
+        if self.spec.worker_disk_read_mbps is not None:
+            s["worker_disk_read_mbps"] = self.spec.worker_disk_read_mbps
+            s["worker_disk_device"] = self.spec.worker_disk_device
         return s
 
 
@@ -672,6 +834,18 @@ def main(argv: list[str] | None = None) -> int:
                    "own DataNode does not (it goes over lo) - a network-bound cluster like a real one with "
                    "oversubscribed links. Default: unshaped")
     up.add_argument("--worker-egress-mbit", type=float, default=None, metavar="MBIT", help=egress_help)
+    up.add_argument("--worker-disk-read-mbps", type=float, default=None, metavar="MBPS",
+                    help="limit every worker's reads from the disk under Docker's data root to MBPS MB/s (Docker's "
+                         "--device-read-bps, the kernel's blkio throttle) and let the DataNodes drop the page cache "
+                         "behind their reads: every read of an uncached replica costs disk time, a replica in the "
+                         "DataNode's centralized cache (mmapped) is read from memory. Default: unthrottled")
+    up.add_argument("--worker-disk-device", default=None, metavar="DEV",
+                    help="the block device --worker-disk-read-mbps throttles (default: the disk holding Docker's data "
+                         "root, e.g. /dev/vda)")
+    up.add_argument("--dn-cache-mb", type=int, default=DEFAULT_DN_CACHE_MB, metavar="MB",
+                    help="each DataNode's centralized cache budget (dfs.datanode.max.locked.memory; default "
+                         "%(default)s). The DataNodes do not mlock (no native libhadoop here), so the 8 MB memlock "
+                         "cap does not bound it; cached replicas stay in memory as mmapped page cache")
     up.add_argument("--nm-vcores", type=int, default=4,
                     help="vcores of each NodeManager (default 4). RlScheduler's FIFO counts memory only (8 maps of "
                          "512 MB fit a 4096 MB node of 4 vcores), the engine counts vcores too: 8 lets the engine "
@@ -690,6 +864,14 @@ def main(argv: list[str] | None = None) -> int:
     fed.add_argument("--workers-per-subcluster", type=int, default=1, help="workers per sub-cluster (default 1)")
     fed.add_argument("--router-set", action="append", default=[], metavar="KEY=VALUE",
                      help="a Router property, e.g. yarnrl.federation.pad-clusters=5 (repeatable)")
+    fed.add_argument("--amrmproxy", action="store_true",
+                     help="DSRAP across sub-clusters: every NodeManager runs the AMRMProxy with Hadoop's "
+                          "FederationInterceptor and the yarn-rl AMRMProxy policy, which splits each "
+                          "ApplicationMaster's asks between its home sub-cluster and the others as the DSRAP engine "
+                          "decides (default: off, every job wholly in the sub-cluster the Router chose)")
+    fed.add_argument("--amrmproxy-policy", default="sdl", metavar="POLICY",
+                     help="the engine policy that splits the asks (default %(default)s); served by the engine "
+                          "container when --policy is the same, else by a second one (dsrap)")
     fed.add_argument("--model", help="the engine's model file, under --models-dir")
     fed.add_argument("--models-dir", help="host directory mounted read-only at /models in the engine (default: models/)")
     for opt, default in (("--nn-port", NN_HTTP_PORT), ("--rm-port", RM_HTTP_PORT),
@@ -700,6 +882,13 @@ def main(argv: list[str] | None = None) -> int:
     sh = sub.add_parser("shape", help="limit (or --off: unlimit) the workers' egress of a running cluster")
     g = sh.add_mutually_exclusive_group(required=True)
     g.add_argument("--worker-egress-mbit", type=float, metavar="MBIT", help=egress_help)
+    g.add_argument("--off", action="store_true", help="remove the limit")
+    th = sub.add_parser("throttle", help="limit (or --off: unlimit) the workers' disk reads of a running cluster "
+                                         "(blkio cgroups written from this host; needs root)")
+    g = th.add_mutually_exclusive_group(required=True)
+    g.add_argument("--worker-disk-read-mbps", type=float, metavar="MBPS",
+                   help="MB/s; the DataNodes' drop-behind reads stay as `up` set them (on only with "
+                        "up --worker-disk-read-mbps)")
     g.add_argument("--off", action="store_true", help="remove the limit")
     ex = sub.add_parser("exec", help="run a command in the client container (e.g. -- hdfs dfs -ls /)")
     ex.add_argument("--role", default="client", help="container role (client, nn, rm, worker1, engine, ...)")
@@ -722,6 +911,7 @@ def main(argv: list[str] | None = None) -> int:
                 sc_memory_mb=[int(x) for x in args.sc_memory.split(",") if x.strip()],
                 router_settings=args.router_set,
                 subcluster_ids=[x.strip() for x in args.sc_ids.split(",") if x.strip()],
+                amrmproxy=args.amrmproxy, amrmproxy_policy=args.amrmproxy_policy,
                 models_dir=str(Path(args.models_dir or Path(__file__).resolve().parent.parent / "models").resolve()))
             t = time.monotonic()
             fed = federation.Federation(spec)
@@ -745,9 +935,13 @@ def main(argv: list[str] | None = None) -> int:
                                breaker_open_ms=args.breaker_open_ms, nn_port=args.nn_port or None,
                                rm_port=args.rm_port or None,
                                metrics_port=args.metrics_port or None, grpc_port=args.grpc_port or None,
-                               worker_egress_mbit=args.worker_egress_mbit, nm_vcores=args.nm_vcores)
+                               worker_egress_mbit=args.worker_egress_mbit, nm_vcores=args.nm_vcores,
+                               worker_disk_read_mbps=args.worker_disk_read_mbps,
+                               worker_disk_device=args.worker_disk_device, dn_cache_mb=args.dn_cache_mb)
             if args.worker_egress_mbit is not None:
                 egress_shaping_command(args.worker_egress_mbit)  # a bad rate fails before minutes of booting
+            check_disk_read_mbps(args.worker_disk_read_mbps)
+            check_dn_cache_mb(args.dn_cache_mb)
             t = time.monotonic()
             cl = Cluster(spec).up(timeout=args.timeout, progress=say)
             s = cl.summary()
@@ -779,6 +973,13 @@ def main(argv: list[str] | None = None) -> int:
                 for h, q in shown.items():
                     print(f"{h:10s} {q}")
             print(json.dumps({"worker_egress_mbit": None if args.off else args.worker_egress_mbit, "qdisc": shown}))
+        elif args.cmd == "throttle":
+            limits = Cluster.attach(args.name).throttle_disk_reads(None if args.off else args.worker_disk_read_mbps)
+            if not args.json:
+                for h, lim in limits.items():
+                    print(f"{h:10s} {', '.join(f'{d}: {b / MB:g} MB/s' for d, b in lim.items()) or 'unthrottled'}")
+            print(json.dumps({"worker_disk_read_mbps": None if args.off else args.worker_disk_read_mbps,
+                              "read_bps": limits}))
         elif args.cmd == "exec":
             command = args.command[1:] if args.command[:1] == ["--"] else args.command
             if not command:

@@ -20,12 +20,22 @@ verified: 3.4.2 Router, 3.5.0 RMs, a ZooKeeper state store (ZooKeeper runs from 
 Sub-clusters may differ in size (`--sc-memory`: each sub-cluster's NodeManager memory; RL-LSFC's heterogeneous
 clusters). Workers have their RM's host name marked final, so a MapReduce ApplicationMaster, which reads the
 client's job.xml over its node's yarn-site, talks to its own sub-cluster's scheduler.
+
+With `--amrmproxy` (FederationSpec.amrmproxy; off by default) every NodeManager runs the AMRMProxy with Hadoop's
+FederationInterceptor and the yarn-rl AMRMProxy policy (DSRAP across sub-clusters, org.yarnrl.federation.
+RlAMRMProxyPolicy): an ApplicationMaster's scheduler address is its own NodeManager (localhost:8049, from the
+client's yarn-site through job.xml), the interceptor splits its asks as the DSRAP engine decides and runs an unmanaged AM in each neighbour sub-cluster that
+gets a share. The engine serving the split (`--amrmproxy-policy`, default sdl) is the `engine` container when
+`--policy` names the same policy, else a second one:
+
+| `NAME-dsrap` (dsrap) | `policy-engine serve --policy sdl`, asked by every NodeManager's AMRMProxy policy |
 """
 
 from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 
@@ -48,6 +58,10 @@ ROUTER_WEB_PORT = 8089
 ZK_PORT = 2181
 ROUTER_JMX_BEAN = "Hadoop:service=Router,name=RlRouterPolicy"
 ZK_STORE = "org.apache.hadoop.yarn.server.federation.store.impl.ZookeeperFederationStateStore"
+FEDERATION_INTERCEPTOR = "org.apache.hadoop.yarn.server.nodemanager.amrmproxy.FederationInterceptor"
+AMRMPROXY_PORT = 8049  # yarn.nodemanager.amrmproxy.address's default port
+NM_HTTP_PORT = 8042
+NM_JMX_BEAN = "Hadoop:service=NodeManager,name=RlAMRMProxyPolicy"
 
 
 def _prop(name: str, value: str, final: bool = False) -> str:
@@ -72,6 +86,11 @@ class FederationSpec(ClusterSpec):
     # a model's cluster shape puts SC<k> in slot k-1: SC5,SC3 give the big and the small sub-cluster the slots of
     # a 5-cluster model's largest and middle clusters.
     subcluster_ids: list[str] = field(default_factory=list)
+    # DSRAP across sub-clusters: AMRMProxy (FederationInterceptor + RlAMRMProxyPolicy) in every NodeManager
+    amrmproxy: bool = False
+    amrmproxy_policy: str = "sdl"       # the engine policy that splits the asks (a DSRAP manager policy)
+    amrmproxy_deadline_ms: int = 500    # the NodeManagers' engine deadline (the AM's heartbeat waits on it)
+    amrmproxy_breaker_open_ms: int = 3000
 
     def __post_init__(self):
         if self.subclusters < 2:
@@ -88,6 +107,15 @@ class FederationSpec(ClusterSpec):
         self.rm_port = None
         self.metrics_port = self.metrics_port if self.metrics_port != ENGINE_METRICS_PORT else None
         self.grpc_port = self.grpc_port if self.grpc_port != ENGINE_GRPC_PORT else None
+
+    @property
+    def amrmproxy_shares_engine(self) -> bool:
+        """The AMRMProxy policy asks the `engine` container (it serves the same policy), not a `dsrap` one."""
+        return self.engine and self.policy == self.amrmproxy_policy
+
+    @property
+    def amrmproxy_engine_address(self) -> str:
+        return f"{'engine' if self.amrmproxy_shares_engine else 'dsrap'}:{ENGINE_GRPC_PORT}"
 
     def sc_ids(self) -> list[str]:
         if self.subcluster_ids:
@@ -115,12 +143,56 @@ class Federation(Cluster):
     # ------------------------------------------------------------------------------------------ addresses
     def _ips(self) -> dict[str, str]:
         p = self.subnet_prefix
-        ips = {"nn": f"{p}.10", "engine": f"{p}.12", "client": f"{p}.13", "zk": f"{p}.15", "router": f"{p}.16"}
+        ips = {"nn": f"{p}.10", "engine": f"{p}.12", "client": f"{p}.13", "zk": f"{p}.15", "router": f"{p}.16",
+               "dsrap": f"{p}.17"}
         for k in range(self.spec.subclusters):
             ips[f"rm{k + 1}"] = f"{p}.{30 + k}"
         for i, h in enumerate(self.spec.worker_hosts()):
             ips[h] = f"{p}.{50 + i}"
+        if self.spec.amrmproxy:  # each sub-cluster id names its RM's host (see _amrmproxy_props)
+            for k, sc in enumerate(self.spec.sc_ids()):
+                ips[sc] = ips[f"rm{k + 1}"]
         return ips
+
+    def _state_store_props(self) -> list[str]:
+        return [
+            _prop("yarn.federation.state-store.class", ZK_STORE),
+            _prop("hadoop.zk.address", f"zk:{ZK_PORT}"),
+            _prop("yarn.federation.state-store.zk.address", f"zk:{ZK_PORT}"),
+            _prop("yarn.federation.cache-ttl.secs", "0"),
+        ]
+
+    def _amrmproxy_props(self, k: int) -> list[str]:
+        """A NodeManager's AMRMProxy with Hadoop's FederationInterceptor and the yarn-rl AMRMProxy policy (see
+        yarn_plugin/README.md, "DSRAP across sub-clusters"). Written at `up` into the worker's yarn-site (the
+        image's templates are unchanged)."""
+        s = self.spec
+        return [
+            # The interceptor names the AMRM token of each RM it talks to (home, and the unmanaged AMs' in the
+            # neighbours) by this address, computed from its own configuration with the cluster id set to that
+            # sub-cluster (Hadoop's AMRMClientUtils.createRMProxy); the RPC client picks a token by the address it
+            # connects to (the state store's). With the RM's host name here every unmanaged AM's token would name
+            # the home RM, and a neighbour's RM refuses it ("Client cannot authenticate via:[TOKEN]"); with the
+            # cluster id, resolved as a host name of that sub-cluster's RM (_ips), each token names its own RM.
+            # Not final: an ApplicationMaster's job.xml sets localhost:8049 (the client's yarn-site), the AMRMProxy.
+            _prop("yarn.resourcemanager.scheduler.address", "${yarn.resourcemanager.cluster-id}:8030"),
+            _prop("yarn.nodemanager.amrmproxy.enabled", "true"),
+            _prop("yarn.nodemanager.amrmproxy.interceptor-class.pipeline", FEDERATION_INTERCEPTOR),
+            _prop("yarn.federation.enabled", "true"),
+            _prop("yarn.resourcemanager.cluster-id", s.sc_ids()[k]),  # the interceptor's home sub-cluster
+            # the interceptor reaches the home RM and the neighbours' through the state store's addresses
+            # (FederationRMFailoverProxyProvider); without this it would use the scheduler address above: itself
+            _prop("yarn.federation.non-ha.enabled", "true"),
+            # the NodeManager's own RM connection: no RM HA here (with failover on, RMProxy looks for HA ids)
+            _prop("yarn.federation.failover.enabled", "false"),
+            *self._state_store_props(),
+            _prop("yarn.federation.policy-manager", "org.yarnrl.federation.RlPolicyManager"),
+            _prop("yarnrl.federation.amrmproxy.enabled", "true"),
+            _prop("yarnrl.federation.engine.address", s.amrmproxy_engine_address),
+            _prop("yarnrl.federation.engine.deadline-ms", str(s.amrmproxy_deadline_ms)),
+            _prop("yarnrl.federation.engine.breaker.failures", "3"),
+            _prop("yarnrl.federation.engine.breaker.open-ms", str(s.amrmproxy_breaker_open_ms)),
+        ]
 
     def _env(self, role: str) -> dict[str, str]:
         env = super()._env(role)
@@ -133,12 +205,9 @@ class Federation(Cluster):
                 _prop("yarn.federation.enabled", "true"),
                 _prop("yarn.resourcemanager.cluster-id", s.sc_ids()[k]),
                 _prop("yarn.resourcemanager.epoch", str((k + 1) * 1000)),
-                _prop("yarn.federation.state-store.class", ZK_STORE),
-                _prop("hadoop.zk.address", f"zk:{ZK_PORT}"),
-                _prop("yarn.federation.state-store.zk.address", f"zk:{ZK_PORT}"),
+                *self._state_store_props(),
                 _prop("yarn.federation.state-store.heartbeat-interval-secs", "1"),
                 _prop("yarn.federation.state-store.heartbeat.initial-delay", "1s"),
-                _prop("yarn.federation.cache-ttl.secs", "0"),
                 # FIFO admits every ApplicationMaster: a burst of routed jobs filled SC5 with 8 AMs and SC3 with 4,
                 # no memory was left for a single map, and every job waited forever (measured, 40-job stream).
                 # CapacityScheduler (the plugin's, natively: no queue opts in) caps AMs at half the memory.
@@ -150,12 +219,16 @@ class Federation(Cluster):
             env["YARNRL_RM_HOST"] = f"rm{k + 1}"
             env["YARNRL_NM_MEMORY_MB"] = str(s.sc_memory_mb[k])
             # an ApplicationMaster reads the client's job.xml over this file: its RM must stay this sub-cluster's
-            env["YARNRL_YARN_EXTRA"] = _prop("yarn.resourcemanager.hostname", f"rm{k + 1}", final=True)
+            env["YARNRL_YARN_EXTRA"] = "".join([_prop("yarn.resourcemanager.hostname", f"rm{k + 1}", final=True),
+                                                *(self._amrmproxy_props(k) if s.amrmproxy else [])])
         elif role == "client":
             env["YARNRL_RM_HOST"] = "router"
             env["YARNRL_YARN_EXTRA"] = "".join([
                 _prop("yarn.resourcemanager.address", f"router:{ROUTER_CLIENT_PORT}"),
                 _prop("yarn.federation.enabled", "false"),
+                # with AMRMProxy: a job's ApplicationMaster (reading this through job.xml) talks to its NodeManager
+                *([_prop("yarn.resourcemanager.scheduler.address", f"localhost:{AMRMPROXY_PORT}")]
+                  if s.amrmproxy else []),
             ])
         return env
 
@@ -197,6 +270,8 @@ class Federation(Cluster):
                 self._start(h, images.HADOOP_IMAGE, ["worker"], {})
             if s.engine:
                 self.start_engine(s.policy, s.policy_settings, wait=False, **self._engine_kwargs())
+            if s.amrmproxy and not s.amrmproxy_shares_engine:
+                self.start_dsrap_engine(wait=False)
             self._start("router", images.ROUTER_IMAGE, [], {ROUTER_WEB_PORT: s.router_port},
                         env=self._router_env())
             self._start("client", images.ROUTER_IMAGE, ["client"], {}, entrypoint=["/opt/hadoop/bin/yarnrl-daemon"])
@@ -217,6 +292,37 @@ class Federation(Cluster):
         """The engine container again with another policy (`model`: a file name under models_dir)."""
         args = ["--model", f"/models/{model}"] if model else []
         self.start_engine(policy, settings, wait=True, timeout=timeout, args=args, **self._engine_kwargs())
+
+    def start_dsrap_engine(self, wait: bool = True, timeout: float = 120.0) -> None:
+        """(Re)start the engine the NodeManagers' AMRMProxy policy asks (`dsrap`, serving amrmproxy_policy)."""
+        import docker
+
+        from docker_cluster.cluster import LABEL_POLICY
+
+        try:
+            self.client.containers.get(self.spec.container("dsrap")).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        policy = self.spec.amrmproxy_policy
+        self._start("dsrap", images.ENGINE_IMAGE,
+                    ["serve", "--host", "0.0.0.0", "--port", str(ENGINE_GRPC_PORT), "--metrics-port",
+                     str(ENGINE_METRICS_PORT), "--policy", policy],
+                    {ENGINE_GRPC_PORT: None, ENGINE_METRICS_PORT: None}, labels={LABEL_POLICY: policy}, env={})
+        if wait:
+            self._wait(self._dsrap_serving, timeout, "the DSRAP engine to serve", ["dsrap"])
+
+    @property
+    def dsrap_metrics_url(self) -> str:
+        """The /metrics of the engine the AMRMProxy policy asks (`engine` when it serves the same policy)."""
+        role = "engine" if self.spec.amrmproxy_shares_engine else "dsrap"
+        return f"http://127.0.0.1:{self.host_port(role, ENGINE_METRICS_PORT)}/metrics"
+
+    def _dsrap_serving(self) -> bool:
+        with urllib.request.urlopen(self.dsrap_metrics_url, timeout=5) as r:  # noqa: S310
+            return r.status == 200
+
+    def kill_dsrap_engine(self) -> None:
+        self.get("engine" if self.spec.amrmproxy_shares_engine else "dsrap").kill()
 
     def start_invalid_engine(self, timeout: float = 120.0) -> None:
         """In the engine's place (engine:50051): docker_cluster/invalid_engine.py, whose every Route answer names a cluster
@@ -315,17 +421,38 @@ class Federation(Cluster):
         self._wait(self.router_sees_all, left(), "the Router to see every sub-cluster's nodes", ["router", "zk"])
         if s.engine:
             self._wait(self._engine_serving, left(), "the engine to serve", ["engine"])
+        if s.amrmproxy:
+            self._wait(self._dsrap_serving, left(), "the DSRAP engine to serve",
+                       ["engine" if s.amrmproxy_shares_engine else "dsrap"])
 
     # ------------------------------------------------------------------------------------------- queries
     def app_subcluster(self, app_id: str) -> str | None:
-        """The sub-cluster whose RM runs (or ran) the application, asked of each RM itself."""
-        for k in range(self.spec.subclusters):
+        """The sub-cluster whose RM runs (or ran) the application, asked of each RM itself: its home, not a
+        sub-cluster where the AMRMProxy runs an unmanaged AM for it."""
+        for sc, app in self.app_on_subclusters(app_id).items():
+            if not app.get("unmanagedApplication"):
+                return sc
+        return None
+
+    def app_on_subclusters(self, app_id: str) -> dict[str, dict]:
+        """The application as each RM that knows it reports it (/ws/v1/cluster/apps/ID): its home sub-cluster, and
+        with AMRMProxy the neighbours where an unmanaged AM ran its share (`unmanagedApplication` true)."""
+        out = {}
+        for k, sc in enumerate(self.spec.sc_ids()):
             try:
-                _http_json(f"{self.rm_url_of(k)}/ws/v1/cluster/apps/{app_id}")
-                return self.spec.sc_ids()[k]
+                out[sc] = _http_json(f"{self.rm_url_of(k)}/ws/v1/cluster/apps/{app_id}")["app"]
             except urllib.error.HTTPError:
                 continue
-        return None
+        return out
+
+    def nm_jmx(self, host: str) -> dict:
+        """The AMRMProxy policy's counters on one NodeManager's JMX ({} before its first ApplicationMaster)."""
+        rc, out = self.exec(f"curl -sf 'http://localhost:{NM_HTTP_PORT}/jmx?qry={NM_JMX_BEAN}'", role=host,
+                            timeout=20, check=False)
+        if rc != 0:
+            return {}
+        beans = json.loads(out).get("beans") or []
+        return beans[0] if beans else {}
 
     def subcluster_metrics(self) -> dict[str, dict]:
         return {sc: _http_json(f"{self.rm_url_of(k)}/ws/v1/cluster/metrics")["clusterMetrics"]
@@ -341,6 +468,11 @@ class Federation(Cluster):
                                       "workers": s.sc_workers(k)}
         if s.engine:
             out.update(policy=s.policy, engine_metrics=self.metrics_url, engine_grpc=self.engine_target)
+        if s.amrmproxy:
+            out["amrmproxy"] = {"policy": s.amrmproxy_policy, "engine": s.amrmproxy_engine_address,
+                                "engine_metrics": self.dsrap_metrics_url,
+                                "nm_policy_jmx": f"docker exec {s.container(s.worker_hosts()[0])} curl -s "
+                                                 f"'localhost:{NM_HTTP_PORT}/jmx?qry={NM_JMX_BEAN}'"}
         return out
 
     @classmethod
@@ -375,6 +507,18 @@ class Federation(Cluster):
                     if m.get("Destination") == "/models":
                         fed.spec.models_dir = m.get("Source")
         fed.spec.engine = any(c.labels.get("org.yarnrl.role") == "engine" for c in found)
+        w1 = next((c for c in workers if c.labels["org.yarnrl.role"] == "sc1-worker1"), None)
+        if w1 is not None:
+            env = dict(kv.split("=", 1) for kv in w1.attrs["Config"]["Env"] if "=" in kv)
+            extra = env.get("YARNRL_YARN_EXTRA", "")
+            fed.spec.amrmproxy = "yarn.nodemanager.amrmproxy.enabled" in extra
+            key = "<name>yarnrl.federation.engine.address</name><value>"
+            if fed.spec.amrmproxy and key in extra:
+                dsrap = next((c for c in found if c.labels.get("org.yarnrl.role") == "dsrap"), None)
+                if extra.split(key, 1)[1].startswith("engine:"):
+                    fed.spec.amrmproxy_policy = fed.spec.policy
+                elif dsrap is not None:
+                    fed.spec.amrmproxy_policy = dsrap.labels.get("org.yarnrl.policy", fed.spec.amrmproxy_policy)
         for role, port, attr in (("engine", ENGINE_METRICS_PORT, "metrics_port"),
                                  ("engine", ENGINE_GRPC_PORT, "grpc_port")):
             try:
@@ -393,5 +537,10 @@ def print_summary(s: dict) -> None:
     print(f"  NameNode UI         {s['namenode_ui']}")
     if "policy" in s:
         print(f"  engine ({s['policy']})  metrics {s['engine_metrics']}, gRPC {s['engine_grpc']}")
+    if "amrmproxy" in s:
+        a = s["amrmproxy"]
+        print(f"  AMRMProxy (DSRAP)   every NodeManager; engine {a['engine']} ({a['policy']}), metrics "
+              f"{a['engine_metrics']}")
+        print(f"                      policy counters: {a['nm_policy_jmx']}")
     print(f"  client              docker exec -it {s['name']}-client bash   (submits through router:{ROUTER_CLIENT_PORT})")
     print(json.dumps(s))

@@ -42,6 +42,39 @@ def test_subcluster_settings():
         docker_federation.FederationSpec(name="x", subcluster_ids=["SC1", "SC1"])
 
 
+def test_amrmproxy_settings():
+    """--amrmproxy: what every NodeManager, the client and the hosts files get (off by default: none of it)."""
+    def fed_of(**kw):
+        fed = docker_federation.Federation.__new__(docker_federation.Federation)
+        fed.spec = docker_federation.FederationSpec(name="x", subcluster_ids=["SC5", "SC3"], **kw)
+        fed.subnet_prefix = "172.29.1"
+        return fed
+
+    off = fed_of()
+    assert "amrmproxy" not in off._env("sc1-worker1")["YARNRL_YARN_EXTRA"]
+    assert "8049" not in off._env("client")["YARNRL_YARN_EXTRA"]
+    assert "SC5" not in off._ips()
+    fed = fed_of(amrmproxy=True, policy="maf")
+    w = fed._env("sc2-worker1")["YARNRL_YARN_EXTRA"]
+    for key, value in (("yarn.nodemanager.amrmproxy.enabled", "true"),
+                       ("yarn.nodemanager.amrmproxy.interceptor-class.pipeline",
+                        "org.apache.hadoop.yarn.server.nodemanager.amrmproxy.FederationInterceptor"),
+                       ("yarn.resourcemanager.cluster-id", "SC3"), ("yarn.federation.non-ha.enabled", "true"),
+                       ("yarn.federation.failover.enabled", "false"),
+                       ("yarn.federation.policy-manager", "org.yarnrl.federation.RlPolicyManager"),
+                       ("yarnrl.federation.amrmproxy.enabled", "true"),
+                       ("yarnrl.federation.engine.address", "dsrap:50051"),  # maf serves the Router: a second engine
+                       # not final, and named per sub-cluster (the unmanaged AMs' tokens): see _amrmproxy_props
+                       ("yarn.resourcemanager.scheduler.address", "${yarn.resourcemanager.cluster-id}:8030")):
+        assert f"<name>{key}</name><value>{value}</value></property>" in w, key
+    assert "<value>localhost:8049</value>" in fed._env("client")["YARNRL_YARN_EXTRA"]
+    ips = fed._ips()
+    assert ips["SC5"] == ips["rm1"] and ips["SC3"] == ips["rm2"] and ips["dsrap"] not in (ips["engine"], ips["rm1"])
+    shared = fed_of(amrmproxy=True, policy="sdl")
+    assert shared.spec.amrmproxy_shares_engine
+    assert "<value>engine:50051</value>" in shared._env("sc1-worker1")["YARNRL_YARN_EXTRA"]
+
+
 def test_invalid_engine_never_names_a_candidate():
     from policy_engine.proto import pb, pb_grpc
 

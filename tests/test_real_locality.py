@@ -251,3 +251,96 @@ def test_shadow_mode_needs_the_container_cluster(capsys):
     with pytest.raises(SystemExit):
         rl.main(["--mode", "shadow"])
     assert "--mode shadow runs on the container cluster: it needs --cluster docker" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- cache locality that costs something (issue 27)
+def test_worker_disk_read_throttle_is_dockers_device_read_bps_in_mb_per_second():
+    assert docker_cluster.disk_read_throttle(2, "/dev/vda") == [{"Path": "/dev/vda", "Rate": 2 * rl.MB}]
+    assert docker_cluster.disk_read_throttle(0.5, "/dev/sdb") == [{"Path": "/dev/sdb", "Rate": rl.MB // 2}]
+    for bad in (0, -1, float("nan"), float("inf"), "2"):
+        with pytest.raises(ValueError, match="MB/s"):
+            docker_cluster.disk_read_throttle(bad, "/dev/vda")
+    for bad in (-1, 1.5, "8"):
+        with pytest.raises(ValueError, match="whole number of MB"):
+            docker_cluster.check_dn_cache_mb(bad)
+    # what the kernel applies, read back from the worker's cgroup: v1 read_bps_device, v2 io.max
+    assert docker_cluster.parse_read_bps("254:0 2097152\n8:0 1048576\n") == {"254:0": 2 * rl.MB, "8:0": rl.MB}
+    assert docker_cluster.parse_read_bps("254:0 rbps=1048576 wbps=max riops=max wiops=max\n") == {"254:0": rl.MB}
+    assert docker_cluster.parse_read_bps("254:0 rbps=max wbps=4096 riops=max wiops=max\n") == {}
+    assert docker_cluster.parse_read_bps("") == {}
+
+
+def _unconnected_cluster(**spec) -> "docker_cluster.Cluster":
+    """A Cluster whose start-up options can be read without a Docker engine (no client, a fixed subnet)."""
+    cl = object.__new__(docker_cluster.Cluster)
+    cl.spec, cl.client, cl.subnet_prefix = docker_cluster.ClusterSpec(**spec), None, "172.29.99"
+    return cl
+
+
+def test_the_disk_throttle_and_cache_budget_reach_the_workers_and_their_datanodes():
+    plain = _unconnected_cluster()
+    env = plain._env("worker1")
+    # nothing changes by default: the 8 MB cache of before, no drop-behind, no throttle
+    assert env["YARNRL_DN_CACHE_BYTES"] == str(8 * rl.MB) and env["YARNRL_DN_DROP_BEHIND_READS"] == "false"
+    assert plain._worker_host_config() == {}
+    throttled = _unconnected_cluster(worker_disk_read_mbps=2, worker_disk_device="/dev/vdb", dn_cache_mb=64)
+    env = throttled._env("worker2")
+    assert env["YARNRL_DN_CACHE_BYTES"] == str(64 * rl.MB) and env["YARNRL_DN_DROP_BEHIND_READS"] == "true"
+    assert throttled._worker_host_config() == {"device_read_bps": [{"Path": "/dev/vdb", "Rate": 2 * rl.MB}]}
+    # the image's templates and entry point use exactly these variables
+    conf = (ROOT / "docker" / "hadoop" / "conf" / "hdfs-site.xml.in").read_text()
+    assert "<value>${YARNRL_DN_CACHE_BYTES}</value>" in conf
+    assert ("<name>dfs.datanode.drop.cache.behind.reads</name><value>${YARNRL_DN_DROP_BEHIND_READS}</value>"
+            in conf)
+    assert "<name>dfs.datanode.transferTo.allowed</name><value>${YARNRL_DN_TRANSFER_TO}</value>" in conf
+    import xml.dom.minidom
+
+    for template in (ROOT / "docker" / "hadoop" / "conf").glob("*.xml.in"):  # a stray "--" in a comment kills a daemon
+        xml.dom.minidom.parseString(template.read_text())
+    daemon = (ROOT / "docker" / "hadoop" / "bin" / "yarnrl-daemon").read_text()
+    assert "YARNRL_DN_FADVISE=$YARNRL_DN_DROP_BEHIND_READS" in daemon
+    assert "--add-modules jdk.incubator.foreign" in daemon and "--add-opens java.base/java.io=ALL-UNNAMED" in daemon
+
+
+def test_the_cluster_cli_rejects_a_bad_disk_rate_or_cache_before_booting(capsys):
+    assert docker_cluster.main(["up", "--worker-disk-read-mbps", "0", "--name", "never-started"]) == 1
+    assert "MB/s" in capsys.readouterr().err
+    assert docker_cluster.main(["up", "--dn-cache-mb", "-8", "--name", "never-started"]) == 1
+    assert "whole number of MB" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        docker_cluster.main(["throttle"])  # a rate or --off is required
+    assert e.value.code == 2
+
+
+def test_real_locality_takes_the_disk_throttle_and_cache_budget_for_the_container_cluster_only(capsys, tmp_path):
+    for argv, said in ((["--cluster", "mini", "--worker-disk-read-mbps", "2"], "need --cluster docker"),
+                       (["--cluster", "mini", "--dn-cache-mb", "64"], "need --cluster docker"),
+                       (["--cluster", "docker", "--worker-disk-read-mbps", "-2"], "positive number"),
+                       (["--cluster", "docker", "--dn-cache-mb", "-1"], "0 or more")):
+        with pytest.raises(SystemExit):
+            rl.main(argv)
+        assert said in capsys.readouterr().err
+    # a partial report takes the cache budget the run recorded (files of 16 MB fit 64 MB, not the 8 MB of before)
+    run = {"local_task_rate": 1.0, "cache_locality": 0.5, "job_time_s": 60.0, "makespan_s": 70.0,
+           "data_local_maps": 8, "rack_local_maps": 0, "off_switch_maps": 0, "plugin": {}, "engine_errors": {},
+           "load_average": 3.0}
+    doc = {"cluster": "docker", "runs": 1, "jobs": 2, "maps": 8, "cached_share": 0.5, "replication": 1,
+           "worker_egress_mbit": 5.0, "seed": 1, "clqlmrs_model": None, "partial": True,
+           "block_bytes": {"wordcount-16mb": 16 * rl.MB},
+           "in_progress": {"wordcount-16mb": {"fifo": [run]}}}
+    calls = []
+    real = rl.emulator_params
+
+    def spy(workload, maps, cached_share, *a, **k):
+        calls.append(cached_share)
+        return real(workload, maps, cached_share, *a, **k)
+
+    rl.emulator_params = spy
+    try:
+        for budget, share in ((None, 0.0), (64 * rl.MB, 0.5)):
+            path = tmp_path / f"partial-{budget}.json"
+            path.write_text(rl.json.dumps({**doc, **({"dn_cache_bytes": budget} if budget else {})}))
+            rl.partial_report(path, episodes=1)
+            assert calls[-1] == share
+    finally:
+        rl.emulator_params = real

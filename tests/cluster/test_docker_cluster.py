@@ -121,6 +121,56 @@ def test_cache_directive_shows_in_webhdfs_cached_hosts(cluster):
     assert part in stats
 
 
+def test_a_throttled_worker_reads_a_cached_replica_from_memory_and_an_uncached_one_from_its_disk(cluster):
+    """The disk read throttle (docker_cluster --worker-disk-read-mbps; here set on the running worker1 through its
+    blkio cgroup, `throttle`) charges a read of an uncached replica and not one of a replica in the DataNode's
+    centralized cache: both files live on worker1 only, each read starts with the block files out of the page cache
+    (the shared cluster's DataNodes do not drop behind reads), and the kernel's own blkio counter says what came
+    from the disk. Timed only against the rate's lower bound, which only the throttle can cause, and each other."""
+    if os.geteuid() != 0:
+        pytest.skip("throttling a running worker's disk needs root (its blkio cgroup)")
+    size, rate_mbps = 2 * 1024 * 1024, 1.0
+    base, pool = "/tests/disk-reads", "yarnrl-test-disk"
+    cluster.exec(f"head -c {size} /dev/urandom > /tmp/a && head -c {size} /dev/urandom > /tmp/b && "
+                 f"hdfs dfs -mkdir -p {base} && hdfs dfs -D dfs.replication=1 -put -f /tmp/a /tmp/b {base}/ && "
+                 f"rm -f /tmp/a /tmp/b", role="worker1", timeout=300)  # a writer on a DataNode keeps the only replica
+    cached, uncached = f"{base}/a", f"{base}/b"
+    assert [b["hosts"] for p in (cached, uncached) for b in cluster.block_locations(p)] == [["worker1"], ["worker1"]]
+    read = ("curl -s -f -L -o /dev/null -w '%{{size_download}} %{{time_total}}' "
+            "'http://nn:9870/webhdfs/v1{}?op=OPEN&user.name=root'")
+    try:
+        cluster.exec(["hdfs", "cacheadmin", "-addPool", pool], timeout=120)
+        cluster.exec(["hdfs", "cacheadmin", "-addDirective", "-path", cached, "-pool", pool], timeout=120)
+        wait_until(lambda: all(b["cachedHosts"] == ["worker1"] for b in cluster.block_locations(cached)), 120,
+                   f"{cached} cached on worker1")
+        before = cluster.worker_disk_read_limits()
+        limits = cluster.throttle_disk_reads(rate_mbps, hosts=["worker1"])
+        assert list(limits["worker1"].values()) == [int(rate_mbps * 1024 * 1024)], limits
+        assert {h: limits[h] for h in ("worker2", "worker3", "worker4")} == {
+            h: before[h] for h in ("worker2", "worker3", "worker4")}, (before, limits)  # the others as they were
+        took = {}
+        for path in (uncached, cached, uncached, cached):
+            cluster.drop_block_page_cache()
+            before = cluster.disk_read_bytes("worker1")
+            _, out = cluster.exec(read.format(path), role="worker1", timeout=300)
+            disk = cluster.disk_read_bytes("worker1") - before
+            got, seconds = int(out.split()[0]), float(out.split()[1])
+            assert got == size
+            took.setdefault(path, []).append((seconds, disk))
+        print(f"disk reads at {rate_mbps} MB/s (seconds, bytes from the disk): {took}")
+        for seconds, disk in took[uncached]:
+            assert disk >= size, took  # the whole block from the disk
+            assert seconds >= 0.8 * size / (rate_mbps * 1024 * 1024), took  # no faster than the throttle allows
+        for seconds, disk in took[cached]:
+            assert disk < size / 4, took  # the block from memory (its checksums may come from the disk)
+        assert max(s for s, _ in took[cached]) < min(s for s, _ in took[uncached]), took
+    finally:
+        cleared = cluster.throttle_disk_reads(None, hosts=["worker1"])
+        cluster.exec(["hdfs", "cacheadmin", "-removePool", pool], timeout=120, check=False)
+        cluster.exec(["hdfs", "dfs", "-rm", "-r", "-f", "-skipTrash", base], timeout=120, check=False)
+    assert cleared["worker1"] == {}, cleared
+
+
 def _fault_case(cluster, case: str, unhealthy: bool = True) -> dict:
     """One case of benchmarks/cluster_faults.py on the shared cluster: a WordCount (one map, one reduce) runs; once
     its ApplicationMaster runs the fault starts and lasts until the plugin counted the fallback the fault causes

@@ -13,7 +13,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.metrics2.util.MBeans;
 import org.apache.hadoop.yarn.api.protocolrecords.AllocateResponse;
+import org.apache.hadoop.yarn.api.records.Container;
 import org.apache.hadoop.yarn.api.records.Resource;
 import org.apache.hadoop.yarn.api.records.ResourceRequest;
 import org.apache.hadoop.yarn.exceptions.YarnException;
@@ -38,7 +40,9 @@ import org.yarnrl.yarn.RouteEngine;
  * sub-cluster as one node with its headroom, vcores in the CPU columns and memory in GB in the network columns, as
  * DSRAP has CPU and network) and splits the ask as the engine decided: a task allocated on the node or kept stays
  * home, a task forwarded goes to that neighbour. An unchanged ask reuses its last split; a shrinking one is trimmed
- * (largest share first) without a call. Node- and rack-level requests always stay home.
+ * without a call, first where the sub-clusters' allocations (seen in {@link #notifyOfResponse}) explain it, so each
+ * RM is sent what it still has outstanding, then largest share first. Node- and rack-level requests always stay
+ * home. Counters: {@link AMRMProxyPolicyMXBean}.
  *
  * <p>Never worse than the home sub-cluster alone: with the engine off ({@code yarnrl.federation.amrmproxy.enabled},
  * default false), or on a timeout, error, open breaker or invalid answer, the whole ask goes home (Hadoop's
@@ -50,27 +54,145 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
   static final String ENABLED = RouterSettings.PREFIX + "amrmproxy.enabled";
   /** At most this many containers of one call become tasks of the view; the rest of a larger ask stays home. */
   static final String MAX_TASKS = RouterSettings.PREFIX + "amrmproxy.max-tasks";
+  /** A neighbour that has not answered an allocate call this long after getting a share gives it back home. */
+  static final String NEIGHBOUR_TIMEOUT_MS = RouterSettings.PREFIX + "amrmproxy.neighbour-timeout-ms";
 
   /** Why an ask went home whole instead of as the engine split it. */
-  enum Fallback { DISABLED, TIMEOUT, UNAVAILABLE, ERROR, BREAKER_OPEN, VERSION_MISMATCH, INVALID_ANSWER }
+  enum Fallback { DISABLED, TIMEOUT, UNAVAILABLE, ERROR, BREAKER_OPEN, VERSION_MISMATCH, INVALID_ANSWER,
+    NEIGHBOUR_SILENT }
 
-  /** Counters of one JVM's AMRMProxy policies (tests and logs read them). */
-  static final class Counters {
+  /**
+   * Counters of one JVM's AMRMProxy policies, on the NodeManager's JMX as
+   * {@code Hadoop:service=NodeManager,name=RlAMRMProxyPolicy} (its web UI's {@code /jmx}); tests read them too.
+   */
+  static final class Counters implements AMRMProxyPolicyMXBean {
     final AtomicLong splits = new AtomicLong();
     final AtomicLong engineCalls = new AtomicLong();
     final AtomicLong reusedSplits = new AtomicLong();
     final AtomicLong containersHome = new AtomicLong();
     final AtomicLong containersForwarded = new AtomicLong();
+    final AtomicLong allocatedHome = new AtomicLong();
+    final AtomicLong allocatedNeighbours = new AtomicLong();
     final Map<Fallback, AtomicLong> fallbacks = new ConcurrentHashMap<>();
     final Set<Fallback> logged = ConcurrentHashMap.newKeySet();
+    volatile String lastSplit = "";
 
     long fallbacks(Fallback f) {
       AtomicLong v = fallbacks.get(f);
       return v == null ? 0 : v.get();
     }
+
+    @Override
+    public String getEngineAddress() {
+      synchronized (RlAMRMProxyPolicy.class) {
+        return sharedEngine == null ? "" : sharedEngine.address();
+      }
+    }
+
+    @Override
+    public String getHandshakeState() {
+      return handshakeState();
+    }
+
+    @Override
+    public String getBreakerState() {
+      synchronized (RlAMRMProxyPolicy.class) {
+        return sharedEngine == null ? "NONE" : sharedEngine.breakerState();
+      }
+    }
+
+    @Override
+    public String getLastSplit() {
+      return lastSplit;
+    }
+
+    @Override
+    public long getSplits() {
+      return splits.get();
+    }
+
+    @Override
+    public long getEngineCalls() {
+      return engineCalls.get();
+    }
+
+    @Override
+    public long getReusedSplits() {
+      return reusedSplits.get();
+    }
+
+    @Override
+    public long getContainersHome() {
+      return containersHome.get();
+    }
+
+    @Override
+    public long getContainersForwarded() {
+      return containersForwarded.get();
+    }
+
+    @Override
+    public long getContainersAllocatedHome() {
+      return allocatedHome.get();
+    }
+
+    @Override
+    public long getContainersAllocatedNeighbours() {
+      return allocatedNeighbours.get();
+    }
+
+    @Override
+    public long getFallbacksDisabled() {
+      return fallbacks(Fallback.DISABLED);
+    }
+
+    @Override
+    public long getFallbacksTimeout() {
+      return fallbacks(Fallback.TIMEOUT);
+    }
+
+    @Override
+    public long getFallbacksUnavailable() {
+      return fallbacks(Fallback.UNAVAILABLE);
+    }
+
+    @Override
+    public long getFallbacksError() {
+      return fallbacks(Fallback.ERROR);
+    }
+
+    @Override
+    public long getFallbacksBreakerOpen() {
+      return fallbacks(Fallback.BREAKER_OPEN);
+    }
+
+    @Override
+    public long getFallbacksVersionMismatch() {
+      return fallbacks(Fallback.VERSION_MISMATCH);
+    }
+
+    @Override
+    public long getFallbacksInvalidAnswer() {
+      return fallbacks(Fallback.INVALID_ANSWER);
+    }
+
+    @Override
+    public long getFallbacksNeighbourSilent() {
+      return fallbacks(Fallback.NEIGHBOUR_SILENT);
+    }
+
+    @Override
+    public long getFallbacksTotal() {
+      long n = 0;
+      for (AtomicLong v : fallbacks.values()) {
+        n += v.get();
+      }
+      return n;
+    }
   }
 
   static final Counters COUNTERS = new Counters();
+  private static Object bean;
 
   private static RouteEngine sharedEngine;
   private static String sharedKey;
@@ -85,6 +207,15 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
       sharedEngine = new RouteEngine(s.engineAddress, conf, s.deadlineMillis, s.breakerFailures,
           s.breakerOpenMillis);
       sharedKey = key;
+      LOG.info("yarn-rl AMRMProxy policy: DSRAP splits from the engine at {} (deadline {} ms)", s.engineAddress,
+          s.deadlineMillis);
+    }
+    if (bean == null) {
+      try {
+        bean = MBeans.register("NodeManager", "RlAMRMProxyPolicy", COUNTERS);
+      } catch (Exception e) { // a second registration in one JVM (tests): the counters are the same object
+        LOG.debug("RlAMRMProxyPolicy MBean not registered", e);
+      }
     }
     return sharedEngine;
   }
@@ -137,16 +268,44 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
     }
   }
 
+  /** An allocated container's ask, as far as a {@link Container} names it. */
+  private static final class AllocKey {
+    final int priority;
+    final long allocationRequestId;
+
+    AllocKey(int priority, long allocationRequestId) {
+      this.priority = priority;
+      this.allocationRequestId = allocationRequestId;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof AllocKey && ((AllocKey) o).priority == priority
+          && ((AllocKey) o).allocationRequestId == allocationRequestId;
+    }
+
+    @Override
+    public int hashCode() {
+      return Objects.hash(priority, allocationRequestId);
+    }
+  }
+
   private FederationStateStoreFacade facade;
   private SubClusterId home;
   private RouterSettings settings;
   private boolean enabled;
   private int maxTasks;
+  private long neighbourTimeoutNanos;
+  /** When each sub-cluster last answered an allocate call, and since when a neighbour holds a share. */
+  private final Map<SubClusterId, Long> lastAnswerNanos = new ConcurrentHashMap<>();
+  private final Map<SubClusterId, Long> sharedSinceNanos = new HashMap<>();
   private Configuration conf;
   private final Map<SubClusterId, Resource> headroom = new ConcurrentHashMap<>();
   /** Per ANY ask: the count it was last split for and the split (sub-clusters that ever got a share stay in it). */
   private final Map<AskKey, Integer> lastCount = new HashMap<>();
   private final Map<AskKey, Map<SubClusterId, Integer>> lastSplit = new HashMap<>();
+  /** Containers each sub-cluster allocated per (priority, allocation request id), not yet matched to a shrink. */
+  private final Map<AllocKey, Map<SubClusterId, Integer>> allocated = new HashMap<>();
   private final AtomicLong requests = new AtomicLong();
 
   @Override
@@ -174,6 +333,18 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
       throw new FederationPolicyInitializationException(MAX_TASKS + " must be an integer in [1, 100000], got '"
           + mt + "'");
     }
+    String nt = conf.getTrimmed(NEIGHBOUR_TIMEOUT_MS, "30000");
+    long timeoutMs;
+    try {
+      timeoutMs = Long.parseLong(nt);
+    } catch (NumberFormatException e) {
+      timeoutMs = -1;
+    }
+    if (timeoutMs < 1000 || timeoutMs > 600_000) {
+      throw new FederationPolicyInitializationException(NEIGHBOUR_TIMEOUT_MS
+          + " must be an integer in [1000, 600000], got '" + nt + "'");
+    }
+    neighbourTimeoutNanos = timeoutMs * 1_000_000L;
     try {
       settings = RouterSettings.of(enabled ? conf : withoutEngine(conf));
     } catch (IllegalArgumentException e) {
@@ -193,9 +364,50 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
 
   @Override
   public void notifyOfResponse(SubClusterId subClusterId, AllocateResponse response) throws YarnException {
-    if (subClusterId != null && response != null && response.getAvailableResources() != null) {
+    if (subClusterId == null || response == null) {
+      return;
+    }
+    lastAnswerNanos.put(subClusterId, System.nanoTime());
+    if (response.getAvailableResources() != null) {
       headroom.put(subClusterId, response.getAvailableResources());
     }
+    List<Container> got = response.getAllocatedContainers();
+    if (got == null || got.isEmpty()) {
+      return;
+    }
+    (subClusterId.equals(home) ? COUNTERS.allocatedHome : COUNTERS.allocatedNeighbours).addAndGet(got.size());
+    synchronized (allocated) {
+      for (Container c : got) {
+        allocated.computeIfAbsent(new AllocKey(c.getPriority() == null ? 0 : c.getPriority().getPriority(),
+            c.getAllocationRequestId()), x -> new HashMap<>()).merge(subClusterId, 1, Integer::sum);
+      }
+    }
+  }
+
+  /**
+   * Of a shrink by {@code remove}, the part the sub-clusters' own allocations explain: each allocation seen since
+   * the split lowers its sub-cluster's share, so the counts sent again are what each RM still has outstanding and
+   * DSRAP's split holds. Returns how many were taken this way.
+   */
+  private int takeAllocated(AskKey k, Map<SubClusterId, Integer> split, int remove) {
+    int taken = 0;
+    synchronized (allocated) {
+      Map<SubClusterId, Integer> seen = allocated.get(new AllocKey(k.priority, k.allocationRequestId));
+      if (seen == null) {
+        return 0;
+      }
+      for (Map.Entry<SubClusterId, Integer> e : seen.entrySet()) {
+        int share = split.getOrDefault(e.getKey(), 0);
+        int d = Math.min(Math.min(e.getValue(), share), remove - taken);
+        if (d > 0) {
+          split.put(e.getKey(), share - d);
+          e.setValue(e.getValue() - d);
+          taken += d;
+        }
+      }
+      seen.values().removeIf(v -> v <= 0);
+    }
+    return taken;
   }
 
   @Override
@@ -222,7 +434,16 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
       int n = Math.max(0, r.getNumContainers());
       if (before != null && n <= before) {
         Map<SubClusterId, Integer> split = lastSplit.get(k);
-        trim(split, before - n);
+        int shrink = before - n;
+        trim(split, shrink - takeAllocated(k, split, shrink));
+        for (Map.Entry<SubClusterId, Integer> e : split.entrySet()) {
+          if (e.getValue() > 0 && silent(e.getKey())) { // e.g. its unmanaged AM never registered
+            split.merge(home, e.getValue(), Integer::sum);
+            fallback(Fallback.NEIGHBOUR_SILENT, e.getValue() + " containers of " + e.getKey()
+                + ", which has not answered for " + neighbourTimeoutNanos / 1_000_000 + " ms");
+            e.setValue(0);
+          }
+        }
         lastCount.put(k, n);
         COUNTERS.reusedSplits.incrementAndGet();
         emit(out, r, split);
@@ -249,7 +470,7 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
     }
     List<SubClusterId> neighbours = new ArrayList<>();
     for (SubClusterId id : loads.keySet()) {
-      if (!id.equals(home) && !timedOut.contains(id)) {
+      if (!id.equals(home) && !timedOut.contains(id) && !silent(id)) {
         neighbours.add(id);
       }
     }
@@ -273,8 +494,16 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
       } else {
         split.putAll(splits.get(i));
       }
+      synchronized (allocated) { // the AM's new count already accounts for what was allocated before
+        allocated.remove(new AllocKey(k.priority, k.allocationRequestId));
+      }
       lastCount.put(k, n);
       emit(out, r, split);
+      StringBuilder shown = new StringBuilder();
+      for (Map.Entry<SubClusterId, Integer> e : split.entrySet()) {
+        shown.append(shown.length() == 0 ? "" : " ").append(e.getKey().getId()).append('=').append(e.getValue());
+      }
+      COUNTERS.lastSplit = shown.toString();
       for (Map.Entry<SubClusterId, Integer> e : split.entrySet()) {
         (e.getKey().equals(home) ? COUNTERS.containersHome : COUNTERS.containersForwarded).addAndGet(e.getValue());
       }
@@ -331,6 +560,17 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
     RouteRequest req = RouteRequest.newBuilder().setRequestId(home.getId() + "-amrm-" + requests.get())
         .setStreamId("amrmproxy-" + home.getId()).setManager(v).build();
     RouteEngine engine = engine(settings, conf);
+    // the connection is opened when the ApplicationMaster registers and its first ask follows within a heartbeat:
+    // wait for the protocol handshake at most one deadline rather than send that first ask home unasked
+    long until = System.nanoTime() + settings.deadlineMillis * 1_000_000L;
+    while ("UNKNOWN".equals(engine.handshakeState()) && System.nanoTime() < until) {
+      try {
+        Thread.sleep(5);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
     COUNTERS.engineCalls.incrementAndGet();
     RouteEngine.Answer a = engine.route(req);
     if (a.outcome != RouteEngine.Outcome.ANSWERED) {
@@ -370,6 +610,17 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
     return out;
   }
 
+  /** A neighbour holding a share that has not answered an allocate call within the neighbour timeout. */
+  private boolean silent(SubClusterId id) {
+    Long since = sharedSinceNanos.get(id);
+    if (id.equals(home) || since == null) {
+      return false;
+    }
+    Long answered = lastAnswerNanos.get(id);
+    long last = answered == null ? since : Math.max(since, answered);
+    return System.nanoTime() - last > neighbourTimeoutNanos;
+  }
+
   private static void trim(Map<SubClusterId, Integer> split, int remove) {
     while (remove > 0) {
       SubClusterId largest = null;
@@ -389,6 +640,9 @@ public class RlAMRMProxyPolicy extends AbstractAMRMProxyPolicy {
   /** The ask to every sub-cluster of its split, zero counts included: they cancel an earlier share there. */
   private void emit(Map<SubClusterId, List<ResourceRequest>> out, ResourceRequest r, Map<SubClusterId, Integer> split) {
     for (Map.Entry<SubClusterId, Integer> e : split.entrySet()) {
+      if (e.getValue() > 0 && !e.getKey().equals(home)) {
+        sharedSinceNanos.putIfAbsent(e.getKey(), System.nanoTime());
+      }
       ResourceRequest copy = ResourceRequest.clone(r);
       copy.setNumContainers(e.getValue());
       add(out, e.getKey(), copy);

@@ -4,18 +4,23 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.grpc.Server;
-import io.grpc.ServerBuilder;
-import io.grpc.stub.StreamObserver;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.api.protocolrecords.AllocateResponse;
+import org.apache.hadoop.yarn.api.records.ApplicationAttemptId;
+import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.api.records.Container;
+import org.apache.hadoop.yarn.api.records.ContainerId;
+import org.apache.hadoop.yarn.api.records.NodeId;
 import org.apache.hadoop.yarn.api.records.Priority;
 import org.apache.hadoop.yarn.api.records.Resource;
 import org.apache.hadoop.yarn.api.records.ResourceRequest;
@@ -35,10 +40,7 @@ import org.apache.hadoop.yarn.util.Records;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.yarnrl.v1.GetInfoRequest;
-import org.yarnrl.v1.GetInfoResponse;
 import org.yarnrl.v1.ManagerView;
-import org.yarnrl.v1.PolicyEngineGrpc;
 import org.yarnrl.v1.RouteRequest;
 import org.yarnrl.v1.RouteResponse;
 
@@ -52,27 +54,16 @@ class RlAMRMProxyPolicyTest {
   private static final SubClusterId SC2 = SubClusterId.newInstance("SC2");
   private static final SubClusterId SC3 = SubClusterId.newInstance("SC3");
 
-  private Server server;
-  private final List<RouteRequest> seen = new CopyOnWriteArrayList<>();
-  private final AtomicReference<Function<RouteRequest, RouteResponse>> answer = new AtomicReference<>();
+  private ScriptedEngine engine;
+  private List<RouteRequest> seen;
+  private AtomicReference<Function<RouteRequest, RouteResponse>> answer;
   private FederationStateStoreFacade facade;
 
   @BeforeEach
   void start() throws Exception {
-    server = ServerBuilder.forPort(0).addService(new PolicyEngineGrpc.PolicyEngineImplBase() {
-      @Override
-      public void getInfo(GetInfoRequest req, StreamObserver<GetInfoResponse> out) {
-        out.onNext(GetInfoResponse.newBuilder().setProtocolVersion("yarnrl.v1").setPolicy("scripted").build());
-        out.onCompleted();
-      }
-
-      @Override
-      public void route(RouteRequest req, StreamObserver<RouteResponse> out) {
-        seen.add(req);
-        out.onNext(answer.get().apply(req));
-        out.onCompleted();
-      }
-    }).build().start();
+    engine = new ScriptedEngine();
+    seen = engine.seen;
+    answer = engine.answer;
     Configuration conf = new YarnConfiguration();
     conf.set(YarnConfiguration.FEDERATION_STATESTORE_CLIENT_CLASS, MemoryFederationStateStore.class.getName());
     conf.setInt(YarnConfiguration.FEDERATION_CACHE_TIME_TO_LIVE_SECS, 0);
@@ -93,15 +84,16 @@ class RlAMRMProxyPolicyTest {
     RlAMRMProxyPolicy.resetShared();
     Configuration conf = facade.getConf();
     for (String k : new String[] {RlAMRMProxyPolicy.ENABLED, RlAMRMProxyPolicy.MAX_TASKS,
+        RlAMRMProxyPolicy.NEIGHBOUR_TIMEOUT_MS,
         RouterSettings.ENGINE_ADDRESS, RouterSettings.DEADLINE_MS, RouterSettings.BREAKER_FAILURES}) {
       conf.unset(k);
     }
-    server.shutdownNow();
+    engine.close();
   }
 
   private FederationAMRMProxyPolicy policy(String... settings) throws Exception {
     Configuration conf = facade.getConf();
-    conf.set(RouterSettings.ENGINE_ADDRESS, "127.0.0.1:" + server.getPort());
+    conf.set(RouterSettings.ENGINE_ADDRESS, engine.address());
     conf.set(RouterSettings.DEADLINE_MS, "3000"); // generous: this machine's 2 cores are shared
     conf.set(RouterSettings.BREAKER_FAILURES, "100");
     for (int i = 0; i < settings.length; i += 2) {
@@ -207,6 +199,72 @@ class RlAMRMProxyPolicyTest {
     assertEquals(0, count(s, SC2, ResourceRequest.ANY));   // SC2's earlier share cancelled
   }
 
+  private static AllocateResponse allocated(int containers, int priority) {
+    AllocateResponse r = Records.newRecord(AllocateResponse.class);
+    List<Container> got = new ArrayList<>();
+    ApplicationAttemptId attempt = ApplicationAttemptId.newInstance(ApplicationId.newInstance(1, 1), 1);
+    for (int i = 0; i < containers; i++) {
+      got.add(Container.newInstance(ContainerId.newContainerId(attempt, i + 2), NodeId.newInstance("sc2-w1", 1),
+          "sc2-w1:2", Resource.newInstance(1024, 1), Priority.newInstance(priority), null));
+    }
+    r.setAllocatedContainers(got);
+    return r;
+  }
+
+  @Test
+  void aShrinkTheAllocationsExplainLowersTheSubClustersThatAllocatedAndTheCountersAreOnJmx() throws Exception {
+    FederationAMRMProxyPolicy p = policy(RlAMRMProxyPolicy.ENABLED, "true");
+    long calls0 = RlAMRMProxyPolicy.COUNTERS.engineCalls.get();
+    long fwd0 = RlAMRMProxyPolicy.COUNTERS.allocatedNeighbours.get();
+    answer.set(answering(1, 3, 2));                          // 1 allocated home, 3 forwarded to SC2
+    Map<SubClusterId, List<ResourceRequest>> s = p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 5)),
+        Collections.emptySet());
+    assertEquals(2, count(s, SC1, ResourceRequest.ANY));
+    assertEquals(3, count(s, SC2, ResourceRequest.ANY));
+    // SC2 allocates 2 (another priority's container does not count), the AM asks for 5 - 2 = 3 more
+    p.notifyOfResponse(SC2, allocated(2, 1));
+    p.notifyOfResponse(SC2, allocated(1, 7));
+    s = p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 3)), Collections.emptySet());
+    assertEquals(2, count(s, SC1, ResourceRequest.ANY));    // largest share first would have cut SC1's to 1
+    assertEquals(1, count(s, SC2, ResourceRequest.ANY));    // what SC2's RM still has outstanding
+    // a cancellation no allocation explains: largest share first
+    s = p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 2)), Collections.emptySet());
+    assertEquals(1, count(s, SC1, ResourceRequest.ANY));
+    assertEquals(1, count(s, SC2, ResourceRequest.ANY));
+    assertEquals(calls0 + 1, RlAMRMProxyPolicy.COUNTERS.engineCalls.get());
+    ObjectName bean = new ObjectName("Hadoop:service=NodeManager,name=RlAMRMProxyPolicy");
+    MBeanServer jmx = ManagementFactory.getPlatformMBeanServer();
+    assertEquals(calls0 + 1, (Long) jmx.getAttribute(bean, "EngineCalls"));
+    assertEquals(fwd0 + 3, (Long) jmx.getAttribute(bean, "ContainersAllocatedNeighbours"));
+    assertEquals("SC1=2 SC2=3", jmx.getAttribute(bean, "LastSplit"));
+    assertEquals("OK", jmx.getAttribute(bean, "HandshakeState"));
+    assertEquals(engine.address(), jmx.getAttribute(bean, "EngineAddress"));
+  }
+
+  @Test
+  void aNeighbourThatNeverAnswersGivesItsShareBackHome() throws Exception {
+    FederationAMRMProxyPolicy p = policy(RlAMRMProxyPolicy.ENABLED, "true", RlAMRMProxyPolicy.NEIGHBOUR_TIMEOUT_MS,
+        "1000");
+    long silent0 = RlAMRMProxyPolicy.COUNTERS.fallbacks(RlAMRMProxyPolicy.Fallback.NEIGHBOUR_SILENT);
+    answer.set(answering(1, 2, 2));
+    Map<SubClusterId, List<ResourceRequest>> s = p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 4)),
+        Collections.emptySet());
+    assertEquals(2, count(s, SC2, ResourceRequest.ANY));
+    p.notifyOfResponse(SC1, allocated(1, 1));
+    s = p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 3)), Collections.emptySet());
+    assertEquals(2, count(s, SC2, ResourceRequest.ANY));    // within the timeout: SC2 keeps its share
+    Thread.sleep(1200);                                     // SC2 (its unmanaged AM) never answered
+    p.notifyOfResponse(SC1, allocated(1, 1));
+    s = p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 2)), Collections.emptySet());
+    assertEquals(2, count(s, SC1, ResourceRequest.ANY));
+    assertEquals(0, count(s, SC2, ResourceRequest.ANY));    // cancelled there
+    assertEquals(silent0 + 1, RlAMRMProxyPolicy.COUNTERS.fallbacks(RlAMRMProxyPolicy.Fallback.NEIGHBOUR_SILENT));
+    // and it is no neighbour for the next decision
+    answer.set(answering(0, 0, -1));
+    p.splitResourceRequests(List.of(ask(ResourceRequest.ANY, 5)), Collections.emptySet());
+    assertEquals(List.of(3), seen.get(seen.size() - 1).getManager().getNeighborsList());
+  }
+
   @Test
   void invalidAnswersAndTimeoutsSendTheWholeAskHome() throws Exception {
     FederationAMRMProxyPolicy p = policy(RlAMRMProxyPolicy.ENABLED, "true", RouterSettings.DEADLINE_MS, "300",
@@ -243,7 +301,7 @@ class RlAMRMProxyPolicyTest {
   @Test
   void settingsThatMakeNoSenseNameTheirKey() {
     for (String[] bad : new String[][] {{RlAMRMProxyPolicy.ENABLED, "maybe"}, {RlAMRMProxyPolicy.MAX_TASKS, "0"},
-        {RlAMRMProxyPolicy.MAX_TASKS, "many"}}) {
+        {RlAMRMProxyPolicy.MAX_TASKS, "many"}, {RlAMRMProxyPolicy.NEIGHBOUR_TIMEOUT_MS, "10"}}) {
       FederationPolicyInitializationException e =
           assertThrows(FederationPolicyInitializationException.class, () -> policy(bad));
       assertTrue(e.getMessage().contains(bad[0]), e.getMessage());

@@ -5,15 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.grpc.Server;
-import io.grpc.ServerBuilder;
-import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.apache.hadoop.conf.Configuration;
@@ -35,10 +31,7 @@ import org.apache.hadoop.yarn.util.Records;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.yarnrl.v1.GetInfoRequest;
-import org.yarnrl.v1.GetInfoResponse;
 import org.yarnrl.v1.JobCategory;
-import org.yarnrl.v1.PolicyEngineGrpc;
 import org.yarnrl.v1.RouteRequest;
 import org.yarnrl.v1.RouteResponse;
 
@@ -50,28 +43,17 @@ class RlRouterPolicyTest {
   private static final SubClusterId SC1 = SubClusterId.newInstance("SC1");
   private static final SubClusterId SC2 = SubClusterId.newInstance("SC2");
 
-  private Server server;
-  private final List<RouteRequest> seen = new CopyOnWriteArrayList<>();
-  private final AtomicReference<Function<RouteRequest, RouteResponse>> answer = new AtomicReference<>();
+  private ScriptedEngine engine;
+  private List<RouteRequest> seen;
+  private AtomicReference<Function<RouteRequest, RouteResponse>> answer;
   private FederationStateStoreFacade facade;
   private MemoryFederationStateStore store;
 
   @BeforeEach
   void start() throws Exception {
-    server = ServerBuilder.forPort(0).addService(new PolicyEngineGrpc.PolicyEngineImplBase() {
-      @Override
-      public void getInfo(GetInfoRequest req, StreamObserver<GetInfoResponse> out) {
-        out.onNext(GetInfoResponse.newBuilder().setProtocolVersion("yarnrl.v1").setPolicy("scripted").build());
-        out.onCompleted();
-      }
-
-      @Override
-      public void route(RouteRequest req, StreamObserver<RouteResponse> out) {
-        seen.add(req);
-        out.onNext(answer.get().apply(req));
-        out.onCompleted();
-      }
-    }).build().start();
+    engine = new ScriptedEngine();
+    seen = engine.seen;
+    answer = engine.answer;
     Configuration conf = new YarnConfiguration();
     conf.set(YarnConfiguration.FEDERATION_STATESTORE_CLIENT_CLASS, MemoryFederationStateStore.class.getName());
     conf.setInt(YarnConfiguration.FEDERATION_CACHE_TIME_TO_LIVE_SECS, 0);
@@ -94,12 +76,12 @@ class RlRouterPolicyTest {
   @AfterEach
   void stop() {
     RlRouterPolicy.resetShared();
-    server.shutdownNow();
+    engine.close();
   }
 
   private FederationRouterPolicy policy(String... settings) throws Exception {
     Configuration conf = facade.getConf();
-    conf.set(RouterSettings.ENGINE_ADDRESS, "127.0.0.1:" + server.getPort());
+    conf.set(RouterSettings.ENGINE_ADDRESS, engine.address());
     conf.set(RouterSettings.DEADLINE_MS, "3000"); // generous: this machine's 2 cores are shared
     conf.set(RouterSettings.BREAKER_FAILURES, "100");
     for (int i = 0; i < settings.length; i += 2) {
