@@ -108,20 +108,23 @@ def test_engine_killed_mid_stream_the_builtin_rule_routes_and_every_job_succeeds
     wait_until(lambda: federation.router_jmx()["Decisions"] != before["Decisions"], 300,
                "the Router's first decision of the stream", retry_on=(OSError, ValueError, KeyError))
     federation.kill_engine()
-    rest = [start_sleep_job(federation, 2000) for _ in range(2)]
-    outs = []
-    for p in [first, *rest]:
-        out, _ = p.communicate(timeout=420)
-        assert p.returncode == 0, f"a job failed after the engine was killed:\n{out[-3000:]}"
-        outs.append(APP_ID.search(out).group(1))
-    after = federation.router_jmx()
-    assert after["Decisions"] == before["Decisions"] + 3
-    assert after["EngineDecisions"] == before["EngineDecisions"] + 1
-    lost = sum(after[k] - before[k] for k in ("FallbacksUnavailable", "FallbacksTimeout", "FallbacksBreakerOpen"))
-    assert lost == 2, after
-    assert all(final_status(federation, a) == "SUCCEEDED" for a in outs)
-    # the engine back: the Router asks it again
-    federation.restart_engine("sf-p")
+    try:
+        rest = [start_sleep_job(federation, 2000) for _ in range(2)]
+        outs = []
+        for p in [first, *rest]:
+            out, _ = p.communicate(timeout=420)
+            assert p.returncode == 0, f"a job failed after the engine was killed:\n{out[-3000:]}"
+            outs.append(APP_ID.search(out).group(1))
+        after = federation.router_jmx()
+        assert after["Decisions"] == before["Decisions"] + 3
+        assert after["EngineDecisions"] == before["EngineDecisions"] + 1
+        lost = sum(after[k] - before[k] for k in ("FallbacksUnavailable", "FallbacksTimeout",
+                                                  "FallbacksBreakerOpen"))
+        assert lost == 2, after
+        assert all(final_status(federation, a) == "SUCCEEDED" for a in outs)
+    finally:
+        # the engine back, also when this test failed: the module's later tests need it
+        federation.restart_engine("sf-p")
     wait_jmx(federation, lambda j: j.get("HandshakeState") == "OK", "the handshake after the engine's restart")
     again = federation.router_jmx()
     app = sleep_job(federation)
