@@ -200,6 +200,16 @@ class AskCache:
         self.current[raw] = ask
 
 
+def _add_own_locality(ask: Ask, c: int, name_pos: dict[str, int], names: list[str], own: list) -> None:
+    """The locality entries sent inside ask `c` (the per-heartbeat layout) as (ask, name row, count, relax)."""
+    for lr in ask.locality:
+        row = name_pos.get(lr.resource_name)
+        if row is None:
+            row = name_pos[lr.resource_name] = len(names)
+            names.append(lr.resource_name)
+        own.append((c, row, lr.num_containers, lr.relax_locality))
+
+
 def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
                  raw_asks: list[bytes] | None = None, fast: bool = True) -> ScheduleBatch:
     """Validate and decode; raises BatchRefused when the batch is past a limit or its locality table is
@@ -260,12 +270,7 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
                 c = len(batch.asks)
                 column[i] = c
                 batch.asks.append(BatchAsk(ask, c, partition, num, ask.relax_locality, names_count))
-                for lr in ask.locality:  # entries sent inside the ask (the per-heartbeat layout)
-                    row = name_pos.get(lr.resource_name)
-                    if row is None:
-                        row = name_pos[lr.resource_name] = len(names)
-                        names.append(lr.resource_name)
-                    own.append((c, row, lr.num_containers, lr.relax_locality))
+                _add_own_locality(ask, c, name_pos, names, own)
                 continue
         try:
             raw = None if cache is None else raw_asks[i] if raw_asks is not None else a.SerializeToString()
@@ -290,12 +295,7 @@ def decode_batch(req: pb.ScheduleBatchRequest, cache: AskCache | None = None,
         batch.asks.append(BatchAsk(ask, c, a.partition, a.num_containers, ask.relax_locality, a.locality_names))
         if exact is not None:
             cache.put_exact(raw, (ask, a.partition, a.num_containers, a.locality_names))
-        for lr in ask.locality:  # entries sent inside the ask (the per-heartbeat layout)
-            row = name_pos.get(lr.resource_name)
-            if row is None:
-                row = name_pos[lr.resource_name] = len(names)
-                names.append(lr.resource_name)
-            own.append((c, row, lr.num_containers, lr.relax_locality))
+        _add_own_locality(ask, c, name_pos, names, own)
     ask_col = np.zeros(0, dtype=np.int64)
     name_row = counts = np.zeros(0, dtype=np.int64)
     relax = np.zeros(0, dtype=bool)
