@@ -67,6 +67,14 @@ def test_config_parses_weights_and_refuses_nonsense():
         RlLsfcConfig.from_options({"lstm": 3})
     with pytest.raises(ValueError, match=">= 1"):
         RlLsfcConfig.from_options({"p_m_ih": 0.5})
+    # the learner's torch device: one line naming what is wrong, never a crash at the first training pass
+    assert RlLsfcConfig.from_options({"device": "cpu"}).device == "cpu"
+    with pytest.raises(ValueError, match="not a torch device"):
+        RlLsfcConfig.from_options({"device": "gpu0"})
+    with pytest.raises(ValueError, match="no such CUDA device"):
+        RlLsfcConfig.from_options({"device": "cuda:99"})
+    with pytest.raises(ValueError, match="only cpu and cuda"):
+        RlLsfcConfig.from_options({"device": "meta"})
 
 
 # ---------------------------------------------------------------- network: numpy == torch

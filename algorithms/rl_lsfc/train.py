@@ -125,6 +125,9 @@ class RlLsfcConfig:
     rollout_batch: int = 5
     checkpoint_every: int = 25
     threads: int = 1
+    # Where the learner's training pass runs: "cpu" or a torch device such as "cuda" (the rollout workers always
+    # play on CPU with numpy). Same seed and device: same model; another device sums in another order.
+    device: str = "cpu"
 
     def decay_episodes(self) -> int:
         return max(1, round(self.eps1_fraction * self.episodes))
@@ -172,6 +175,7 @@ class RlLsfcConfig:
             raise ValueError("need 0 < minibatch, 0 < batch <= buffer_size")
         if self.rollout_batch < 1 or self.eval_every < 1 or self.checkpoint_every < 1:
             raise ValueError("rollout_batch, eval_every and checkpoint_every must be at least 1")
+        common.check_torch_device(self.device)
 
 
 # ---------------------------------------------------------------- the value components (Sec. 4.2-4.3)
@@ -383,7 +387,8 @@ class RlLsfcTrainer(ReplayRun):
         self.state_dim = lsfc_dim(self.n_actions)
         torch.manual_seed(seed)
         self.rng = np.random.default_rng(seed)   # the learner's: which buffered decisions each pass samples
-        self.net = LsfcNet(self.n_actions, cfg)
+        self.device = torch.device(cfg.device)
+        self.net = LsfcNet(self.n_actions, cfg).to(self.device)   # initialised on CPU: same start on any device
         self.optim = torch.optim.Adam(self.net.parameters(), lr=cfg.lr)
         self.buffer = ReplayBuffer(cfg.buffer_size, self.state_dim, value_dim=len(HEADS))
         self.init_run_state()
@@ -422,8 +427,8 @@ class RlLsfcTrainer(ReplayRun):
             g["lr"] = self.cfg.lr_at(episode)
         s, a, v = self.buffer.sample(self.cfg.batch, self.rng)
         temporal, rest = lsfc_split(s, self.n_actions)
-        temporal, rest = torch.from_numpy(np.ascontiguousarray(temporal)), torch.from_numpy(rest)
-        a, v = torch.from_numpy(a), torch.from_numpy(v)
+        temporal, rest, a, v = (torch.from_numpy(np.ascontiguousarray(x)).to(self.device)
+                                for x in (temporal, rest, a, v))
 
         def loss_of(sl: slice) -> torch.Tensor:
             comp = self.net(temporal[sl], rest[sl])                                   # (b, 3, C)

@@ -172,7 +172,8 @@ def read_torch_checkpoint(path: Path, cfg: Any, resumable: Sequence[str]) -> dic
     import torch
 
     try:
-        state = torch.load(path, weights_only=True)  # no arbitrary code from a checkpoint file
+        # no arbitrary code from a checkpoint file; on CPU whatever device trained it (load_state_dict moves it)
+        state = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as e:
         raise ValueError(f"checkpoint {path} cannot be read ({type(e).__name__}: {e})") from None
     saved = {k: (tuple(v) if isinstance(v, list) else v) for k, v in state["config"].items()}
@@ -181,6 +182,21 @@ def read_torch_checkpoint(path: Path, cfg: Any, resumable: Sequence[str]) -> dic
         raise ValueError(f"checkpoint {path} was trained with other hyper-parameters ({', '.join(differ)}); "
                          f"resume with the same --set values")
     return state
+
+
+def check_torch_device(name: str) -> None:
+    """A learner's `device` option: a torch device this machine has ("cpu", "cuda", "cuda:1"), else one line."""
+    import torch
+
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device {name!r} is not a torch device (cpu, cuda, cuda:N): {e}") from None
+    if dev.type == "cuda" and (not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()):
+        raise ValueError(f"device {name!r}: this machine has no such CUDA device (torch sees "
+                         f"{torch.cuda.device_count()}); use device=cpu")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device {name!r}: only cpu and cuda are supported")
 
 
 def check_numbers(fields: dict[str, Any], values: dict[str, Any]) -> None:

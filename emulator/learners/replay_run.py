@@ -31,7 +31,7 @@ CURVE_JSON = "learning-curve.json"
 CURVE_PNG = "learning-curve.png"
 PLOT_EVERY_S = 300.0
 # hyper-parameters a resumed run may change (how long it runs and how often it reports), not what it learns
-RESUMABLE_CHANGES = ("episodes", "eval_every", "checkpoint_every", "threads")
+RESUMABLE_CHANGES = ("episodes", "eval_every", "checkpoint_every", "threads", "device")
 # the numeric type of the weights sent to the rollout workers
 WEIGHTS_DTYPE = np.float32
 
