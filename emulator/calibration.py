@@ -93,7 +93,8 @@ def shape_of(doc: dict, exp: dict) -> dict:
             "racks": len(set(doc.get("node_racks", {}).values())) or params.get("racks"),
             "node_memory_mb": params.get("node_memory_mb"), "heartbeat_ms": params.get("heartbeat_ms"),
             "map_memory_mb": params.get("map_memory_mb"), "replication": exp.get("replication", doc.get("replication")),
-            "worker_egress_mbit": exp.get("worker_egress_mbit", doc.get("worker_egress_mbit"))}
+            "worker_egress_mbit": exp.get("worker_egress_mbit", doc.get("worker_egress_mbit")),
+            "worker_disk_read_mbps": doc.get("worker_disk_read_mbps") or None}
 
 
 def _layout(doc: dict, exp: dict, nodes: int, racks: int) -> tuple[int, ...] | None:
@@ -143,6 +144,9 @@ def load_points(paths: list[str | Path], max_load: float | None = None) -> tuple
             params.pop("remote_read_mb_s", None)
             if shape["worker_egress_mbit"]:
                 params["remote_read_mb_s"] = float(shape["worker_egress_mbit"]) * 1e6 / 8 / MB
+            params.pop("disk_read_mb_s", None)
+            if shape["worker_disk_read_mbps"]:   # docker's --device-read-bps Nmb: N MiB/s
+                params["disk_read_mb_s"] = float(shape["worker_disk_read_mbps"]) * 1024 * 1024 / MB
             layout = _layout(doc, exp, params["nodes"], params["racks"])
             if layout is not None and sum(layout) == params["maps"]:
                 params["layout"] = ",".join(map(str, layout))
@@ -442,7 +446,7 @@ def calibrate(results: list[str | Path], episodes: int = DEFAULT_EPISODES, decis
 
 
 SHAPE_PARAMS = ("nodes", "racks", "node_memory_mb", "heartbeat_ms", "map_memory_mb", "replication",
-                "remote_read_mb_s", "am_cache_aware", "reduces")
+                "remote_read_mb_s", "disk_read_mb_s", "am_cache_aware", "reduces")
 
 
 def _shape_params(params: dict) -> dict:
@@ -551,7 +555,7 @@ def clqlmrs_wait_cost(doc: dict, block_mb: float) -> float:
     times = doc["time_model"] if "time_model" in doc else TimeModel.from_dict(doc["times"])
     shape = doc["scenario_params"]
     link = shape.get("remote_read_mb_s")
-    rates = times.read_rates(link)
+    rates = times.read_rates(link, shape.get("disk_read_mb_s"))
     remote_s = block_mb / rates[int(ReadLocality.NO)] - block_mb / rates[int(ReadLocality.DL)]
     wait_s = shape["heartbeat_ms"] / 1000.0 / shape["nodes"]
     span = float(REWARD[int(ReadLocality.DL)] - REWARD[int(ReadLocality.NO)])

@@ -100,6 +100,48 @@ def test_runs_of_another_cluster_shape_are_refused(tmp_path):
         load_points([write(tmp_path, "a.json", a), write(tmp_path, "b.json", b)])
 
 
+def test_runs_on_throttled_disks_are_their_own_shape_and_carry_the_disk_rate(tmp_path):
+    plain = synthetic_results(TRUTH, {"wordcount-4mb": EXPERIMENTS["wordcount-4mb"]}, runs=3)
+    throttled = synthetic_results(TRUTH, {"wordcount-4mb": EXPERIMENTS["wordcount-4mb"]}, runs=3)
+    throttled["worker_disk_read_mbps"] = 2.0
+    with pytest.raises(CalibrationError, match="differ in worker_disk_read_mbps None vs 2.0"):
+        load_points([write(tmp_path, "a.json", plain), write(tmp_path, "b.json", throttled)])
+    points, shape, _ = load_points([write(tmp_path, "b.json", throttled)])
+    assert shape["worker_disk_read_mbps"] == 2.0
+    assert all(p.params["disk_read_mb_s"] == pytest.approx(2.0) for p in points)   # 2 MiB/s, the emulator's MB
+    points, _, _ = load_points([write(tmp_path, "a.json", plain)])
+    assert all("disk_read_mb_s" not in p.params for p in points)
+
+
+def test_a_throttled_disk_slows_disk_reads_and_not_cached_ones():
+    from emulator.yarn.workloads import APPS, READ_MB_S, map_runtime_s
+
+    app, b = APPS["wordcount"], 4 * 1024 * 1024
+    cl, dl, crl, drl, no = range(5)
+    slow = {s: float(map_runtime_s(app, b, s, disk_read_mb_s=0.5) - map_runtime_s(app, b, s)) for s in range(5)}
+    assert slow[cl] == 0 and slow[crl] == 0                                  # cached replicas: memory
+    for s in (dl, drl, no):
+        assert slow[s] == pytest.approx(4 / 0.5 - 4 / READ_MB_S[s])         # 4 MB at 0.5 MB/s instead
+    # calibrated model: the same cap, on top of the link's (a remote disk read takes the slower of the two)
+    rates = TimeModel(link_efficiency=1.0).read_rates(link_mb_s=0.3, disk_mb_s=0.5)
+    assert rates[cl] == READ_MB_S[cl] and rates[dl] == 0.5 and rates[crl] == 0.3 and rates[drl] == 0.3
+    params = dict(nodes=4, racks=2, node_memory_mb=4096, replication=1, map_memory_mb=512, maps=8, block_mb=4,
+                  cache_gb=0.0, am_cache_aware=False, heartbeat_ms=500, jobs=1, interarrival_s=3.0, reduces=1,
+                  layout="2,2,2,2")
+    from emulator.drivers import InProcessDriver
+    from policy_engine.policy import create
+
+    def job_time(**extra):
+        return get_scenario("locality-wordcount", **params, **extra).run_episode(
+            InProcessDriver(create("delay")), seed=1)["job_time_s"]
+
+    # Delay reads all 8 blocks disk-locally, 2 per node at once: one wave of maps about 8 s longer at 0.5 MB/s
+    # (times the tasks' noise, ended on 500 ms heartbeats)
+    assert job_time(disk_read_mb_s=0.5) - job_time() == pytest.approx(8 - 4 / READ_MB_S[dl], abs=1.5)
+    with pytest.raises(ValueError, match="disk_read_mb_s must be a positive number"):
+        get_scenario("locality-wordcount", disk_read_mb_s=0)
+
+
 @pytest.fixture(scope="module")
 def fifo_log(tmp_path_factory):
     log = tmp_path_factory.mktemp("log")

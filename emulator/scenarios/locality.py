@@ -23,6 +23,8 @@ finish and every job completion goes back through `Report`. Parameters (`--param
   map_memory_mb   memory of one map (reduce) container, MB                                   default 1024
   remote_read_mb_s  MB/s cap of a read from another node (a network-bound cluster, e.g. the
                   container cluster with shaped worker egress)                                 default none
+  disk_read_mb_s  MB/s cap of a read from a DataNode's disk (disk-local, rack-local and off-rack
+                  reads of an uncached replica; a throttled disk, --worker-disk-read-mbps)    default none
   layout          blocks of the input per node, e.g. 2,2,2,2 (a real run's measured layout)    default random
   calibration     a calibration file of `emulator calibrate`: its fitted time model (AM and task
                   start-up, commit, CPU factor, shaped-link transfers) and, where these params

@@ -109,6 +109,9 @@ class WorkloadConfig:
     replication: int = 3
     # MB/s cap of a read from another node (rack-local or off-rack), e.g. a worker's shaped egress; None: no cap
     remote_read_mb_s: float | None = None
+    # MB/s cap of a read from a DataNode's disk (DL, DRL, NO: a replica not in its cache), e.g. a worker's
+    # throttled disk (docker_cluster up --worker-disk-read-mbps); None: no cap
+    disk_read_mb_s: float | None = None
     # blocks of the input per node (in host order dn1, dn2, ...): each block's first replica, for a layout
     # measured on a real cluster (real_locality's blocks_per_node); None: HDFS's placement at random
     layout: tuple[int, ...] | None = None
@@ -140,6 +143,8 @@ class WorkloadConfig:
         if self.remote_read_mb_s is not None and not (math.isfinite(self.remote_read_mb_s)
                                                       and self.remote_read_mb_s > 0):
             raise ValueError(f"remote_read_mb_s must be a positive number, got {self.remote_read_mb_s}")
+        if self.disk_read_mb_s is not None and not (math.isfinite(self.disk_read_mb_s) and self.disk_read_mb_s > 0):
+            raise ValueError(f"disk_read_mb_s must be a positive number, got {self.disk_read_mb_s}")
         if self.layout is not None:
             parts = self.layout.split(",") if isinstance(self.layout, str) else self.layout
             try:
@@ -572,7 +577,8 @@ class YarnSimulation:
                 runtime, flow = self._calibrated_map_s(node, job, task, state, job.map_noise[task])
             else:
                 runtime = map_runtime_s(job.app, job.data.input.block_bytes[task], state,
-                                        remote_read_mb_s=w.remote_read_mb_s) * job.map_noise[task]
+                                        remote_read_mb_s=w.remote_read_mb_s,
+                                        disk_read_mb_s=w.disk_read_mb_s) * job.map_noise[task]
             job.map_output[node] += float(job.data.input.block_bytes[task]) * job.app.map_output_ratio
             self.map_states[state] += 1
         else:
@@ -616,7 +622,7 @@ class YarnSimulation:
         app = job.app
         pre = t.task_startup_s * noise
         tail = t.cpu_factor * (mb / app.map_cpu_mb_s + mb * app.map_output_ratio / t.spill_mb_s) * noise
-        read_s = mb / t.read_rates(w.remote_read_mb_s)[state]
+        read_s = mb / t.read_rates(w.remote_read_mb_s, w.disk_read_mb_s)[state]
         flow = None
         if state >= int(ReadLocality.CRL) and self._links is not None:
             reps = job.data.input.replicas[task]

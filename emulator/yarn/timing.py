@@ -11,7 +11,8 @@ link does to transfers that share it. Its equations, per job of M maps and R red
                    (AM container launch, JVM start, job set-up, first allocate call)
   map task         t_map = s_task + b / r_l + g * (b / cpu_app + b * rho_app / spill)
                    b: the block read, l: its read level (CL, DL, CRL, DRL, NO), g: the cluster's CPU factor;
-                   r_l = read_mb_s[l] for a local read; a read from another node over a shaped link of L MB/s
+                   r_l = read_mb_s[l] for a local read, at most the disk's rate D (`disk_read_mb_s`, a throttled
+                   disk) where l reads a disk (DL, DRL, NO; CL and CRL read a DataNode's cache); a read from another node over a shaped link of L MB/s
                    (worker egress, `remote_read_mb_s`) is a flow on its source node's egress of rate k * L (k: the
                    link efficiency), processor-shared with the other reads leaving that node (n in flight: k L / n
                    each; SharedLink)
@@ -34,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from emulator.yarn.workloads import HDFS_WRITE_MB_S, READ_MB_S, SHUFFLE_MB_S, SPILL_MB_S, TASK_STARTUP_S
+from emulator.yarn.workloads import HDFS_WRITE_MB_S, READ_MB_S, SHUFFLE_MB_S, SPILL_MB_S, TASK_STARTUP_S, cap_read_rates
 
 # Bumped whenever the meaning of a TimeModel field changes: a calibration of another version is refused.
 TIME_MODEL_VERSION = 1
@@ -89,15 +90,12 @@ class TimeModel:
             d["read_mb_s"] = tuple(float(x) for x in d["read_mb_s"])
         return cls(**d)
 
-    def read_rates(self, link_mb_s: float | None) -> np.ndarray:
+    def read_rates(self, link_mb_s: float | None, disk_mb_s: float | None = None) -> np.ndarray:
         """Per-level read rates; reads from another node (CRL, DRL, NO) capped by a shaped link alone on it (the
-        emulator shares a link among its reads with SharedLink)."""
-        rates = np.asarray(self.read_mb_s, dtype=float)
-        if link_mb_s is None:
-            return rates
-        rates = rates.copy()
-        rates[2:] = np.minimum(rates[2:], self.link_efficiency * float(link_mb_s))
-        return rates
+        emulator shares a link among its reads with SharedLink), reads from a disk (DL, DRL, NO) by a throttled
+        disk's rate (the cluster's, not fitted)."""
+        link = None if link_mb_s is None else self.link_efficiency * float(link_mb_s)
+        return cap_read_rates(np.asarray(self.read_mb_s, dtype=float), link, disk_mb_s)
 
 
 class SharedLink:

@@ -92,22 +92,37 @@ def profile(name: str) -> AppProfile:
     return APPS[name] if name in APPS else STAGES[name]
 
 
-def read_rates_mb_s(remote_read_mb_s: float | None = None) -> np.ndarray:
-    """READ_MB_S, with the reads from another node (CRL, DRL, NO) capped at `remote_read_mb_s` (a network-bound
-    cluster: each node's egress shaped, as docker_cluster/cluster.py --worker-egress-mbit does)."""
-    if remote_read_mb_s is None:
-        return READ_MB_S
-    rates = READ_MB_S.copy()
-    rates[2:] = np.minimum(rates[2:], float(remote_read_mb_s))
+# the read levels served from a DataNode's disk (DL, DRL, NO); CL and CRL come from its cache (memory)
+DISK_LEVELS = [1, 3, 4]
+
+
+def cap_read_rates(rates: np.ndarray, remote_mb_s: float | None, disk_mb_s: float | None) -> np.ndarray:
+    """`rates` (CL, DL, CRL, DRL, NO) with the reads from another node (CRL, DRL, NO) capped at `remote_mb_s` (a
+    shaped egress) and the reads from a disk (DL, DRL, NO) at `disk_mb_s` (a throttled disk); a copy when capped."""
+    if remote_mb_s is None and disk_mb_s is None:
+        return rates
+    rates = np.array(rates, dtype=float)
+    if remote_mb_s is not None:
+        rates[2:] = np.minimum(rates[2:], float(remote_mb_s))
+    if disk_mb_s is not None:
+        rates[DISK_LEVELS] = np.minimum(rates[DISK_LEVELS], float(disk_mb_s))
     return rates
 
 
+def read_rates_mb_s(remote_read_mb_s: float | None = None, disk_read_mb_s: float | None = None) -> np.ndarray:
+    """READ_MB_S, with the reads from another node (CRL, DRL, NO) capped at `remote_read_mb_s` (a network-bound
+    cluster: each node's egress shaped, as docker_cluster/cluster.py --worker-egress-mbit does) and the reads from a
+    disk (DL, DRL, NO) at `disk_read_mb_s` (a throttled disk, as --worker-disk-read-mbps does; a cached replica is
+    read from memory)."""
+    return cap_read_rates(READ_MB_S, remote_read_mb_s, disk_read_mb_s)
+
+
 def map_runtime_s(app: AppProfile, block_bytes: np.ndarray | float, state: np.ndarray | int,
-                  remote_read_mb_s: float | None = None) -> np.ndarray:
+                  remote_read_mb_s: float | None = None, disk_read_mb_s: float | None = None) -> np.ndarray:
     """Noise-free run time (s) of map tasks reading `block_bytes` in read-locality `state` (arrays broadcast);
-    `remote_read_mb_s` caps the rate of a read from another node."""
+    `remote_read_mb_s` caps the rate of a read from another node, `disk_read_mb_s` that of a read from a disk."""
     mb = np.asarray(block_bytes, dtype=float) / MB
-    return (TASK_STARTUP_S + mb / read_rates_mb_s(remote_read_mb_s)[np.asarray(state)] + mb / app.map_cpu_mb_s
+    return (TASK_STARTUP_S + mb / read_rates_mb_s(remote_read_mb_s, disk_read_mb_s)[np.asarray(state)] + mb / app.map_cpu_mb_s
             + mb * app.map_output_ratio / SPILL_MB_S)
 
 
