@@ -215,6 +215,41 @@ def test_policy_scores_every_buffered_job_and_picks_the_best(model_file):
         assert (d.job_index, d.cluster_id) == (job, obs.clusters[cluster].cluster_id)
 
 
+def test_oldest_job_order_routes_the_oldest_job_to_its_best_cluster(model_file, tmp_path):
+    from policy_engine.policy import create
+
+    pol = create("rl-fc", model=str(model_file), job_order="oldest")
+    assert RlFcPolicy(model=model_file).job_order == "best"          # the paper's, for a model that names none
+    picked_other = False
+    for seed in range(8):
+        obs = _obs(4, seed)
+        q = _reference_values(_tiny_tensors(), rlfc_states(obs))
+        d = pol.route(obs)
+        assert (d.job_index, d.cluster_id) == (0, obs.clusters[int(np.argmax(q[0]))].cluster_id)
+        picked_other |= int(np.argmax(q)) // q.shape[1] != 0       # where "best" would have taken another job
+    assert picked_other
+    # a model trained with job_order=oldest serves that way unless told otherwise
+    path = tmp_path / "oldest.safetensors"
+    save_artifact(path, _tiny_tensors(), {"policy": "rl-fc", "hyperparameters": {"job_order": "oldest"}})
+    assert RlFcPolicy(model=path).job_order == "oldest" and RlFcPolicy(model=path, job_order="best").job_order == "best"
+    with pytest.raises(ValueError, match="job_order must be one of best, oldest"):
+        create("rl-fc", model=str(model_file), job_order="newest")
+    with pytest.raises(ValueError, match="job_order must be one of best, oldest"):
+        RlFcConfig.from_options({"job_order": "random"})
+
+
+def test_oldest_job_order_explores_only_the_oldest_jobs_clusters():
+    obs = _obs(4)
+    pol = _explorer(eps1=0.0, eps2=0.5)
+    pol.cfg = RlFcConfig(eps2=0.5, guide="fifo", job_order="oldest")
+    best_c = int(np.argmax(ValueNetwork(_tiny_tensors(seed=3))(rlfc_states(obs))[0]))
+    assert {_choice(pol, obs) for _ in range(10)} == {(0, best_c)}
+    pol.eps1 = 1.0
+    picks = [_choice(pol, obs) for _ in range(500)]
+    assert {j for j, _ in picks} == {0} and {c for _, c in picks} == set(range(5))   # random clusters, job 0
+    np.testing.assert_array_equal(pol.log.states[-1], rlfc_states(obs)[0])       # learns from job 0's state
+
+
 def test_policy_refuses_a_model_for_another_cluster_count(tmp_path):
     path = tmp_path / "m.safetensors"
     save_artifact(path, _tiny_tensors(out=4), {"policy": "rl-fc"})

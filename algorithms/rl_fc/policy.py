@@ -18,6 +18,10 @@ from policy_engine.policy import ROUTE, ObservationMismatch, Policy, register
 from policy_engine.types import RouteDecision, RouteObservation
 
 POLICY_NAME = "rl-fc"
+# Which buffered job a decision routes: "best", the paper's (the best-valued (job, cluster) pair over the whole
+# buffer), or "oldest" (the job waiting longest, to its best-valued cluster: time-critical jobs do not wait behind
+# better-valued ones; issue 28's held-out workloads). A model trained with one records it; `job_order` overrides.
+JOB_ORDERS = ("best", "oldest")
 # Tensor names in the artifact, input to output; weights are (out, in) as torch.nn.Linear stores them.
 LAYER_NAMES = ("hidden1", "hidden2", "output")
 
@@ -77,19 +81,24 @@ class ValueNetwork:
         return x
 
 
-@register(POLICY_NAME, "RL-FC: learned job-and-cluster values, best buffered job to best cluster",
+@register(POLICY_NAME, "RL-FC: learned job-and-cluster values, best buffered job (job_order=oldest: the oldest) to "
+          "best cluster",
           {ROUTE}, model="required", families={"multicluster"})
 class RlFcPolicy(Policy):
     name = POLICY_NAME
     capabilities = frozenset({ROUTE})
 
     def __init__(self, model: str | Path | None = None, tensors: dict[str, np.ndarray] | None = None,
-                 meta: dict[str, Any] | None = None):
+                 meta: dict[str, Any] | None = None, job_order: str | None = None):
         if (model is None) == (tensors is None):
             raise ValueError("rl-fc needs exactly one of a model artifact path or weight tensors")
         if model is not None:
             tensors, meta = load_artifact(model, policy=POLICY_NAME)
         self.meta = dict(meta or {})
+        trained = (self.meta.get("hyperparameters") or {}).get("job_order", "best")
+        self.job_order = job_order or trained
+        if self.job_order not in JOB_ORDERS:
+            raise ValueError(f"rl-fc job_order must be one of {', '.join(JOB_ORDERS)}, not {self.job_order!r}")
         self.network = ValueNetwork(tensors)
         self.model_version = str(self.meta.get("model_version", ""))
         self.model_checksum = str(self.meta.get("checksum", ""))
@@ -106,5 +115,7 @@ class RlFcPolicy(Policy):
 
     def route(self, obs: RouteObservation) -> RouteDecision:
         q = self.values(obs)
+        if self.job_order == "oldest":   # the buffer is in arrival order
+            return RouteDecision(0, obs.clusters[int(np.argmax(q[0]))].cluster_id)
         job, cluster = divmod(int(np.argmax(q)), q.shape[1])  # first maximum: deterministic ties
         return RouteDecision(job, obs.clusters[cluster].cluster_id)

@@ -50,7 +50,7 @@ from emulator.multicluster.metrics import eval_app, s_log  # noqa: E402
 from emulator.scenario import Scenario  # noqa: E402
 from emulator.training import register_algo  # noqa: E402
 from policy_engine.policy import ROUTE, OptionError, Policy, create  # noqa: E402
-from algorithms.rl_fc.policy import LAYER_NAMES, POLICY_NAME, RlFcPolicy, ValueNetwork, job_states  # noqa: E402
+from algorithms.rl_fc.policy import JOB_ORDERS, LAYER_NAMES, POLICY_NAME, RlFcPolicy, ValueNetwork, job_states  # noqa: E402
 from policy_engine.types import (  # noqa: E402
     DeadlineMissed,
     Event,
@@ -88,6 +88,10 @@ class RlFcConfig:
     eps2: float = 0.5
     guide: str = "sf-e"
     improved_greedy: bool = True  # False: exploration is random actions only (the ablation of Fig. 4d)
+    # Which buffered job each decision routes (algorithms.rl_fc.policy.JOB_ORDERS): "best" the paper's greedy
+    # (job, cluster) pair; "oldest" only the cluster of the oldest buffered job is chosen (behaviour and validation
+    # alike), and the model serves that way.
+    job_order: str = "best"
     # Evaluation of the greedy policy on fixed validation workloads (seeds disjoint from training and from the
     # benchmark's test seeds 0..49), against the baselines on the same workloads: the curve of Fig. 4.
     eval_every: int = 50
@@ -142,6 +146,8 @@ class RlFcConfig:
         return cfg
 
     def validate(self) -> None:
+        if self.job_order not in JOB_ORDERS:
+            raise ValueError(f"job_order must be one of {', '.join(JOB_ORDERS)}, not {self.job_order!r}")
         if not self.hidden or any(h <= 0 for h in self.hidden):
             raise ValueError(f"hidden must be positive layer sizes, got {self.hidden}")
         if self.episodes <= 0:
@@ -311,6 +317,8 @@ class ExplorationPolicy(Policy):
     def route(self, obs: RouteObservation) -> RouteDecision:
         states = self.job_states(obs)
         n_clusters = len(obs.clusters)
+        if getattr(self.cfg, "job_order", "best") == "oldest":
+            return self._route_oldest(obs, states, n_clusters)
         if self.rng.random() < self.eps1:
             if self.guide is None or self.rng.random() < self.cfg.eps2:
                 job, c = divmod(int(self.rng.integers(len(obs.jobs) * n_clusters)), n_clusters)
@@ -322,6 +330,22 @@ class ExplorationPolicy(Policy):
             job, c = divmod(int(np.argmax(self.network(states))), n_clusters)
         self.log.decided(obs, states, job, c)
         return RouteDecision(job, obs.clusters[c].cluster_id)
+
+    def _route_oldest(self, obs: RouteObservation, states: np.ndarray, n_clusters: int) -> RouteDecision:
+        """job_order=oldest: the same ε-greedy over the oldest buffered job's clusters (the guide's cluster when
+        the guide picks that job, else a random one)."""
+        c = None
+        if self.rng.random() < self.eps1:
+            if self.guide is not None and self.rng.random() >= self.cfg.eps2:
+                d = self.guide.route(obs)
+                if d.job_index == 0:
+                    c = next(i for i, cl in enumerate(obs.clusters) if cl.cluster_id == d.cluster_id)
+            if c is None:
+                c = int(self.rng.integers(n_clusters))
+        else:
+            c = int(np.argmax(self.network(states[:1])[0]))
+        self.log.decided(obs, states, 0, c)
+        return RouteDecision(0, obs.clusters[c].cluster_id)
 
 
 class ValueMLP(nn.Module):
@@ -396,7 +420,8 @@ def play_episode(weights: dict[str, np.ndarray], episode: int) -> dict[str, Any]
 
 def eval_episode(weights: dict[str, np.ndarray] | None, name: str, episode_seed: int) -> dict[str, float]:
     """One validation episode of the greedy learned policy (`weights`) or of baseline `name`."""
-    policy = RlFcPolicy(tensors=weights) if weights is not None else create(name)
+    policy = (RlFcPolicy(tensors=weights, job_order=_WORKER["cfg"].job_order) if weights is not None
+              else create(name))
     return _WORKER["scenario"].run_episode(InProcessDriver(policy), episode_seed)
 
 
