@@ -29,16 +29,11 @@ WORKLOADS = [("trained (1.0, 1.0)", 1.0, 1.0), ("eased requests 0.8", 0.8, 1.0),
 
 
 def first_job(model: str):
-    """The diagnosis variant (`--first-job`): the model only picks the cluster of the oldest buffered job, where
-    RL-FC's greedy policy picks the best-valued (job, cluster) pair over the whole buffer."""
+    """`--first-job`: the model served with job_order=oldest (it picks only the cluster of the oldest buffered job),
+    where RL-FC's greedy policy picks the best-valued (job, cluster) pair over the whole buffer."""
     from algorithms.rl_fc.policy import RlFcPolicy
-    from policy_engine.types import RouteDecision
 
-    class FirstJob(RlFcPolicy):
-        def route(self, obs):
-            return RouteDecision(0, obs.clusters[int(np.argmax(self.values(obs)[0]))].cluster_id)
-
-    return FirstJob(model=model)
+    return RlFcPolicy(model=model, job_order="oldest")
 
 
 def run(scenario, policy, episodes: int) -> list[dict[str, float]]:
