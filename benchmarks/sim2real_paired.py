@@ -71,7 +71,7 @@ def main(argv=None) -> int:
                             capsize=4)
             ax.axvline(0, color="k", lw=0.8)
             ax.set_yticks(range(len(items)), [n for n, _ in items])
-            ax.set_xlabel("paired difference of mean job time (s), 95 % CI; < 0: the learned policy is faster")
+            ax.set_xlabel("paired difference of mean job time (s), 95 % CI\n< 0: the learned policy is faster")
             ax.set_title(key)
         fig.tight_layout()
         fig.savefig(f"{stem}-paired.png", dpi=110)
