@@ -31,12 +31,16 @@ from emulator.yarn.timing import TimeModel  # noqa: E402
 REAL = ROOT / "benchmarks" / "results" / "real_locality"
 OUT = ROOT / "benchmarks" / "results" / "sim2real"
 WC = [REAL / f"real_locality-docker-wordcount-4mb-rep1-egress5mbit-r{r}.json" for r in (3, 1, 2)]
-SORT = [REAL / "real_locality-docker-sort-4mb-rep1-egress5mbit-r3.json"]
+# Sort: the 3-run file, and the 5-run one whose jobs carry their JobHistory phases (session 29) where it exists
+SORT_PHASES = [p for p in [REAL / "real_locality-docker-sort-4mb-rep1-egress5mbit-r5.json"] if p.exists()]
+SORT = [REAL / "real_locality-docker-sort-4mb-rep1-egress5mbit-r3.json"] + SORT_PHASES
 SPLITS = {
     "workload: WordCount -> Sort": (WC, SORT),
     "workload: Sort -> WordCount": (SORT, WC),
     "layout and seed: spread input (seed 3) -> one- and two-worker inputs (seeds 1, 2)": (WC[:1] + SORT, WC[1:]),
 }
+if SORT_PHASES:   # every point with phases: AM start-up and commit pinned to their measured medians
+    SPLITS["workload: Sort with job phases -> WordCount"] = (SORT_PHASES, WC)
 MAX_LOAD = 30.0  # runs that ended at a higher 1-min load average measured the shared machine, not the cluster
 
 
