@@ -5,7 +5,8 @@ Calibrates the node-heartbeat emulator on some real_locality results and predict
 WordCount on the inputs that sat on one or two workers, seeds 1 and 2). Per held-out (experiment, policy): measured
 and predicted mean job time and makespan, the error, and whether the ranking of policies by job time is kept (the
 orders the cluster's runs separate: means apart by more than twice the standard error of the difference). Also
-writes the calibration fitted on every shaped run, the one `--calibration` uses (models/).
+writes the calibration fitted on every shaped run, the one `--calibration` uses (models/). `--with-sort-r5` adds
+the 5-run Sort (with job phases) and writes validation-with-sort-r5.* instead.
 
     OMP_NUM_THREADS=1 nice -n 19 .venv/bin/python benchmarks/sim2real_validation.py
 
@@ -31,16 +32,20 @@ from emulator.yarn.timing import TimeModel  # noqa: E402
 REAL = ROOT / "benchmarks" / "results" / "real_locality"
 OUT = ROOT / "benchmarks" / "results" / "sim2real"
 WC = [REAL / f"real_locality-docker-wordcount-4mb-rep1-egress5mbit-r{r}.json" for r in (3, 1, 2)]
-# Sort: the 3-run file, and the 5-run one whose jobs carry their JobHistory phases (session 29) where it exists
-SORT_PHASES = [p for p in [REAL / "real_locality-docker-sort-4mb-rep1-egress5mbit-r5.json"] if p.exists()]
-SORT = [REAL / "real_locality-docker-sort-4mb-rep1-egress5mbit-r3.json"] + SORT_PHASES
-SPLITS = {
-    "workload: WordCount -> Sort": (WC, SORT),
-    "workload: Sort -> WordCount": (SORT, WC),
-    "layout and seed: spread input (seed 3) -> one- and two-worker inputs (seeds 1, 2)": (WC[:1] + SORT, WC[1:]),
-}
-if SORT_PHASES:   # every point with phases: AM start-up and commit pinned to their measured medians
-    SPLITS["workload: Sort with job phases -> WordCount"] = (SORT_PHASES, WC)
+SORT = [REAL / "real_locality-docker-sort-4mb-rep1-egress5mbit-r3.json"]
+# --with-sort-r5: also the 5-run Sort (session 29), whose jobs carry their JobHistory phases
+SORT_R5 = REAL / "real_locality-docker-sort-4mb-rep1-egress5mbit-r5.json"
+
+
+def splits(sort: list[Path]) -> dict:
+    out = {
+        "workload: WordCount -> Sort": (WC, sort),
+        "workload: Sort -> WordCount": (sort, WC),
+        "layout and seed: spread input (seed 3) -> one- and two-worker inputs (seeds 1, 2)": (WC[:1] + sort, WC[1:]),
+    }
+    if SORT_R5 in sort:   # every point with phases: AM start-up and commit pinned to their measured medians
+        out["workload: Sort with job phases -> WordCount"] = ([SORT_R5], WC)
+    return out
 MAX_LOAD = 30.0  # runs that ended at a higher 1-min load average measured the shared machine, not the cluster
 
 
@@ -106,13 +111,23 @@ def main(argv=None) -> int:
     p.add_argument("--episodes", type=int, default=5, help="emulator episodes per prediction (default 5)")
     p.add_argument("--max-evaluations", type=int, default=60, help="fit budget per calibration (default 60)")
     p.add_argument("--out", type=Path, default=OUT)
-    p.add_argument("--calibration-out", type=Path, default=ROOT / "models" / "calibration-docker-egress5.json")
+    p.add_argument("--calibration-out", type=Path, default=None,
+                   help="default models/calibration-docker-egress5.json (with --with-sort-r5: "
+                        "results/sim2real/calibration-all-with-sort-r5.json)")
+    p.add_argument("--with-sort-r5", action="store_true",
+                   help="add the 5-run Sort (job phases) to the Sort set and as its own split; files "
+                        "validation-with-sort-r5.*")
     args = p.parse_args(argv)
+    sort = SORT + [SORT_R5] if args.with_sort_r5 else SORT
+    stem = "validation-with-sort-r5" if args.with_sort_r5 else "validation"
+    if args.calibration_out is None:
+        args.calibration_out = (args.out / "calibration-all-with-sort-r5.json" if args.with_sort_r5
+                                else ROOT / "models" / "calibration-docker-egress5.json")
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     result = {"episodes": args.episodes, "max_load": MAX_LOAD, "splits": {}}
     md = []
-    for name, (train, test) in SPLITS.items():
+    for name, (train, test) in splits(sort).items():
         print(f"== {name}", file=sys.stderr)
         doc = calibrate(train, args.episodes, max_load=MAX_LOAD, progress=True, max_nfev=args.max_evaluations)
         points, shape, _ = load_points(test, MAX_LOAD)
@@ -138,17 +153,17 @@ def main(argv=None) -> int:
                f"{before['max_abs_makespan_err']:.0%}", ""]
         print("\n".join(md[-8:]), file=sys.stderr)
     print("== every shaped run (the calibration --calibration uses)", file=sys.stderr)
-    full = calibrate(WC + SORT, args.episodes, max_load=MAX_LOAD, progress=True, max_nfev=args.max_evaluations)
+    full = calibrate(WC + sort, args.episodes, max_load=MAX_LOAD, progress=True, max_nfev=args.max_evaluations)
     args.calibration_out.parent.mkdir(parents=True, exist_ok=True)
     args.calibration_out.write_text(json.dumps(full, indent=1) + "\n")
-    result["full"] = {"file": str(args.calibration_out.relative_to(ROOT)), "times": full["times"],
+    result["full"] = {"file": str(args.calibration_out.resolve().relative_to(ROOT)), "times": full["times"],
                       "residuals": full["residuals"], "ranking": full["ranking_preserved"],
                       "summary": summary(full["residuals"]), "fit": full["fit"]}
     md += [f"**All shaped runs** (`{result['full']['file']}`)", "", format_rows(full["residuals"]), ""]
     result["seconds"] = round(time.perf_counter() - t0, 1)
-    (args.out / "validation.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "validation.md").write_text("\n".join(md) + "\n")
-    plot(result["splits"], args.out / "validation.png")
+    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+    (args.out / f"{stem}.md").write_text("\n".join(md) + "\n")
+    plot(result["splits"], args.out / f"{stem}.png")
     print("\n".join(md))
     print(json.dumps({"splits": {k: v["summary"] | {"ranking_kept": all(r["preserved"] for r in v["ranking"].values())}
                                  for k, v in result["splits"].items()},

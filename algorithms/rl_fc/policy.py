@@ -103,19 +103,20 @@ class RlFcPolicy(Policy):
         self.model_version = str(self.meta.get("model_version", ""))
         self.model_checksum = str(self.meta.get("checksum", ""))
 
-    def values(self, obs: RouteObservation) -> np.ndarray:
-        """Action values, shape (buffered jobs, clusters), clusters in observation order."""
+    def values(self, obs: RouteObservation, first_only: bool = False) -> np.ndarray:
+        """Action values, shape (buffered jobs, clusters), clusters in observation order (`first_only`: the
+        oldest buffered job's row alone)."""
         if len(obs.clusters) != self.network.n_actions:
             raise ObservationMismatch(f"rl-fc model was trained for {self.network.n_actions} clusters; the observation has "
                              f"{len(obs.clusters)}")
         states = job_states(obs)
         if states.shape[1] != self.network.input_dim:
             raise ObservationMismatch(f"rl-fc model expects {self.network.input_dim}-dimension states, got {states.shape[1]}")
-        return self.network(states)
+        return self.network(states[:1] if first_only else states)
 
     def route(self, obs: RouteObservation) -> RouteDecision:
-        q = self.values(obs)
         if self.job_order == "oldest":   # the buffer is in arrival order
-            return RouteDecision(0, obs.clusters[int(np.argmax(q[0]))].cluster_id)
+            return RouteDecision(0, obs.clusters[int(np.argmax(self.values(obs, first_only=True)[0]))].cluster_id)
+        q = self.values(obs)
         job, cluster = divmod(int(np.argmax(q)), q.shape[1])  # first maximum: deterministic ties
         return RouteDecision(job, obs.clusters[cluster].cluster_id)

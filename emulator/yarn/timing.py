@@ -12,7 +12,8 @@ link does to transfers that share it. Its equations, per job of M maps and R red
   map task         t_map = s_task + b / r_l + g * (b / cpu_app + b * rho_app / spill)
                    b: the block read, l: its read level (CL, DL, CRL, DRL, NO), g: the cluster's CPU factor;
                    r_l = read_mb_s[l] for a local read, at most the disk's rate D (`disk_read_mb_s`, a throttled
-                   disk) where l reads a disk (DL, DRL, NO; CL and CRL read a DataNode's cache); a read from another node over a shaped link of L MB/s
+                   disk) where l reads a disk (DL, DRL, NO; CL and CRL read a DataNode's cache); a read from
+                   another node over a shaped link of L MB/s
                    (worker egress, `remote_read_mb_s`) is a flow on its source node's egress of rate k * L (k: the
                    link efficiency), processor-shared with the other reads leaving that node (n in flight: k L / n
                    each; SharedLink)
